@@ -1,0 +1,98 @@
+"""The HTTP surface: /metrics, a landing page and the health endpoints."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from exporter.render import CONTENT_TYPE
+from exporter.scrape import Exporter
+from registry import VERSION
+
+SCRAPE_TIMEOUT_HEADER = "x-prometheus-scrape-timeout-seconds"
+# Answer this much before Prometheus gives up on the scrape.
+SCRAPE_TIMEOUT_MARGIN = 0.5
+PROXY_HEADERS = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
+
+LANDING_PAGE = f"""<!doctype html>
+<html><head><title>orpycamcp-exporter</title></head>
+<body><h1>orpycamcp-exporter {VERSION}</h1>
+<p><a href="/metrics">Metrics</a></p>
+</body></html>
+"""
+
+
+class ProxyBarrier:
+    """404 for any request that came through a proxy: the metrics are for the
+    scraper on the private network only. Header names arrive lower-cased."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and any(name.lower() in PROXY_HEADERS for name, _ in scope["headers"]):
+            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def scrape_wait(request: Request, exporter: Exporter) -> float | None:
+    raw = request.headers.get(SCRAPE_TIMEOUT_HEADER)
+    if raw is None:
+        return None
+    try:
+        timeout = float(raw)
+    except ValueError:
+        return None
+    if not timeout > 0:
+        return None
+    return min(max(timeout - SCRAPE_TIMEOUT_MARGIN, 0.05), exporter.deadline + 0.5)
+
+
+def accepts_gzip(request: Request) -> bool:
+    for coding in request.headers.get("accept-encoding", "").split(","):
+        name, _, params = coding.strip().partition(";")
+        if name.strip().lower() == "gzip" and params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000"):
+            return True
+    return False
+
+
+def create_app(exporter: Exporter) -> ASGIApp:
+    async def metrics(request: Request) -> Response:
+        body = await exporter.scrape(scrape_wait(request, exporter))
+        headers = {"Vary": "Accept-Encoding", "Cache-Control": "no-store"}
+        if accepts_gzip(request):
+            headers["Content-Encoding"] = "gzip"
+            return Response(body.gzipped, media_type=CONTENT_TYPE, headers=headers)
+        return Response(body.raw, media_type=CONTENT_TYPE, headers=headers)
+
+    async def landing(request: Request) -> Response:
+        return HTMLResponse(LANDING_PAGE)
+
+    async def healthy(request: Request) -> Response:
+        return PlainTextResponse("Healthy\n")
+
+    async def ready(request: Request) -> Response:
+        return PlainTextResponse("Ready\n")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await exporter.close()
+
+    app = Starlette(
+        routes=[
+            Route("/", landing, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/-/healthy", healthy, methods=["GET"]),
+            Route("/-/ready", ready, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    return ProxyBarrier(app)

@@ -1,0 +1,66 @@
+"""Command line: `orpycamcp-exporter [serve|demo] [options]`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from exporter import logs
+from exporter.errors import ConfigError
+from exporter.settings import OPTIONS, Settings, load
+from registry import VERSION
+
+PROG = "orpycamcp-exporter"
+COMMANDS = ("serve", "demo")
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    for option in OPTIONS:
+        default = f" (default: {option.default})" if option.default is not None else ""
+        env = f" [env {option.env}]" if option.env else ""
+        parser.add_argument(
+            option.flag,
+            dest=option.name,
+            metavar=option.metavar,
+            default=None,
+            help=f"{option.help}{default}{env}",
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Prometheus exporter for the platform's silent backlogs.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve /metrics (the default)")
+    _add_options(serve)
+    demo = commands.add_parser("demo", help="serve against a throwaway demo PostgreSQL (and Redis)")
+    _add_options(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        args_list.insert(0, "serve")
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
+    try:
+        if args.command == "demo":
+            from exporter.demo import run_demo
+
+            return run_demo(values)
+        settings = load(values, os.environ)
+    except ConfigError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    return _serve(settings)
+
+
+def _serve(settings: Settings) -> int:
+    from exporter.server import serve
+
+    logs.configure(settings.log_format, settings.log_level)
+    return serve(settings)

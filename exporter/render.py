@@ -1,0 +1,78 @@
+"""Prometheus text exposition format 0.0.4: samples in, bytes out.
+
+Pure: no I/O, no clock. Families come in the order given (registry order),
+label pairs in the family's label order; a family without samples is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from exporter.samples import Sample
+from registry import Family
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class FamilySamples(NamedTuple):
+    family: Family
+    samples: Sequence[Sample]
+
+
+def escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def escape_label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def format_value(value: float) -> str:
+    """The value as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it, like the
+    official client libraries: shortest round-trip digits, exponent form from 1e+06."""
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    # repr() gives the shortest digits that round-trip, as Go's shortest mode does.
+    mantissa, _, exponent_text = f"{abs(value)!r}".partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    point = len(whole) + (int(exponent_text) if exponent_text else 0) - (len(whole + fraction) - len(digits))
+    digits = digits.rstrip("0")
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:
+        head = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def render(families: Sequence[FamilySamples]) -> bytes:
+    lines: list[str] = []
+    for family, samples in families:
+        if not samples:
+            continue
+        lines.append(f"# HELP {family.name} {escape_help(family.help)}")
+        lines.append(f"# TYPE {family.name} {family.type.value}")
+        for sample in samples:
+            if sample.labels:
+                pairs = ",".join(
+                    f'{label}="{escape_label_value(value)}"'
+                    for label, value in zip(family.labels, sample.labels, strict=True)
+                )
+                lines.append(f"{family.name}{{{pairs}}} {format_value(sample.value)}")
+            else:
+                lines.append(f"{family.name} {format_value(sample.value)}")
+    if not lines:
+        return b""
+    return ("\n".join(lines) + "\n").encode("utf-8")

@@ -1,0 +1,63 @@
+"""Serving the app with uvicorn, its limits set deliberately."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from types import FrameType
+
+import uvicorn
+
+from exporter.app import create_app
+from exporter.scrape import Exporter
+from exporter.settings import Settings
+
+log = logging.getLogger("orpycamcp.server")
+
+
+def uvicorn_config(settings: Settings, exporter: Exporter) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(exporter),
+        host=settings.listen_host,
+        port=settings.listen_port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        log_config=None,  # our own logging setup stays in place
+        access_log=False,
+        server_header=False,
+        # Proxy headers are refused outright, never trusted.
+        proxy_headers=False,
+        # Slow or idle clients do not hold connections open.
+        timeout_keep_alive=15,
+        timeout_graceful_shutdown=4,
+        limit_concurrency=1000,
+        backlog=512,
+    )
+
+
+def serve(settings: Settings) -> int:
+    exporter = Exporter.from_settings(settings)
+    server = uvicorn.Server(uvicorn_config(settings, exporter))
+    log.info(
+        "serving signals %s on %s:%d (ttl %gs, deadline %gs)",
+        ",".join(settings.signals),
+        settings.listen_host,
+        settings.listen_port,
+        settings.ttl,
+        settings.deadline,
+    )
+    # uvicorn handles SIGINT/SIGTERM itself (in-flight requests finish, then the
+    # lifespan closes the pool) and re-raises the signal once done: make that
+    # re-raise a no-op so a requested shutdown exits 0.
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if server.started else 1
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    log.info("stopped by signal %d", signum)

@@ -1,0 +1,46 @@
+"""What a signal is: a name from the registry, the source it reads, and a
+coroutine that measures it completely or raises."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from exporter.errors import SourceNotConfigured
+from exporter.samples import Sample
+
+if TYPE_CHECKING:
+    from exporter.postgres import Postgres
+    from exporter.streams import Streams
+
+
+class Source(StrEnum):
+    POSTGRES = "postgres"
+    REDIS = "redis"
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The clients the signals read; None where the source is not configured."""
+
+    postgres: Postgres | None = None
+    redis: Streams | None = None
+
+    def require_postgres(self, signal: str) -> Postgres:
+        if self.postgres is None:
+            raise SourceNotConfigured(signal, "PostgreSQL database")
+        return self.postgres
+
+    def require_redis(self, signal: str) -> Streams:
+        if self.redis is None:
+            raise SourceNotConfigured(signal, "Redis")
+        return self.redis
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    source: Source
+    measure: Callable[[Sources], Awaitable[Iterable[Sample]]]

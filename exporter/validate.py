@@ -1,0 +1,43 @@
+"""Holds a signal's samples to the closed registry and completes them.
+
+Anything outside the registry raises a MeasurementError (the signal is then
+unmeasured); a complete measurement gets every registered combination, with a
+true 0 where nothing was counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
+from exporter.samples import Sample
+from registry import BY_NAME, families_of
+
+
+def complete(signal: str, samples: Iterable[Sample]) -> tuple[Sample, ...]:
+    """Validate `samples` of `signal` and return them in registry order, zeros filled in."""
+    measured: dict[tuple[str, tuple[str, ...]], float] = {}
+    for sample in samples:
+        family = BY_NAME.get(sample.family)
+        if family is None or family.signal != signal:
+            raise UnregisteredFamily(signal, sample.family)
+        if sample.labels not in family.combinations:
+            raise UnregisteredLabelValue(signal, family.name, family.labels, sample.labels)
+        value = sample.value
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise InvalidValue(signal, family.name, value)
+        key = (family.name, sample.labels)
+        if key in measured:
+            raise DuplicateSample(signal, family.name, sample.labels)
+        measured[key] = float(value)
+
+    completed: list[Sample] = []
+    for family in families_of(signal):
+        for combination in family.combinations:
+            found = measured.get((family.name, combination))
+            if found is None and not family.sparse:
+                found = 0.0
+            if found is not None:
+                completed.append(Sample(family.name, combination, found))
+    return tuple(completed)

@@ -1,0 +1,160 @@
+"""Every metric family the exporter can emit, in exposition order.
+
+Nothing outside this table can be emitted: a sample whose family, label or
+label value is not declared here makes its signal unmeasured.
+"""
+
+from __future__ import annotations
+
+from registry.model import Family, RegistryError, check_unique, product, single
+from registry.values import (
+    ARTIFACTS,
+    DEADLETTER_STREAMS,
+    ORIGIN_GROUPS,
+    PHASES,
+    PREFIX,
+    SIGNALS,
+    STREAM_GROUPS,
+    VERSION,
+)
+
+META = "meta"
+
+SIGNAL_MEASURED = Family(
+    name=PREFIX + "signal_measured",
+    help="1 if the last measurement of the signal was complete, 0 if it could not be verified.",
+    signal=META,
+    labels=("signal",),
+    combinations=single(SIGNALS),
+)
+SIGNAL_LAST_SUCCESS = Family(
+    name=PREFIX + "signal_last_success_timestamp_seconds",
+    help="Unix time of the last complete measurement of the signal; absent if never.",
+    signal=META,
+    labels=("signal",),
+    combinations=single(SIGNALS),
+    sparse=True,
+)
+SIGNAL_DURATION = Family(
+    name=PREFIX + "signal_measurement_duration_seconds",
+    help="How long the last measurement of the signal took, successful or not.",
+    signal=META,
+    labels=("signal",),
+    combinations=single(SIGNALS),
+    sparse=True,
+)
+DLQ_PENDING = Family(
+    name=PREFIX + "dlq_pending_events",
+    help="Dead-lettered events pending an administrator, summed over all tenants.",
+    signal="dlq",
+    labels=("origin_group",),
+    combinations=single(ORIGIN_GROUPS),
+)
+DLQ_OLDEST = Family(
+    name=PREFIX + "dlq_oldest_pending_timestamp_seconds",
+    help="Unix time the oldest pending dead-lettered event was created; absent when none is pending.",
+    signal="dlq",
+    labels=("origin_group",),
+    combinations=single(ORIGIN_GROUPS),
+    sparse=True,
+)
+PRESERVATION_EXHAUSTED = Family(
+    name=PREFIX + "preservation_exhausted_artifacts",
+    help="Preservation artifacts whose retries are exhausted, summed over all tenants.",
+    signal="preservation",
+    labels=("artifact", "phase"),
+    combinations=product(ARTIFACTS, PHASES),
+)
+AUDIT_BREAKS = Family(
+    name=PREFIX + "audit_chain_breaks",
+    help="Breaks found by the last complete audit-chain verification run.",
+    signal="audit_chain",
+    sparse=True,
+)
+AUDIT_DECLARED_BREAKS = Family(
+    name=PREFIX + "audit_chain_declared_breaks",
+    help="Breaks already declared at the last complete audit-chain verification run.",
+    signal="audit_chain",
+    sparse=True,
+)
+AUDIT_VERIFICATION_OK = Family(
+    name=PREFIX + "audit_chain_verification_ok",
+    help="1 if the last complete audit-chain verification run succeeded, 0 if it failed.",
+    signal="audit_chain",
+    sparse=True,
+)
+AUDIT_LAST_VERIFICATION = Family(
+    name=PREFIX + "audit_chain_last_verification_timestamp_seconds",
+    help="Unix time the last complete audit-chain verification run finished.",
+    signal="audit_chain",
+    sparse=True,
+)
+STREAM_PENDING = Family(
+    name=PREFIX + "stream_pending_messages",
+    help="Messages in the consumer group's pending entries list (delivered, not acknowledged).",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+)
+STREAM_OLDEST_PENDING = Family(
+    name=PREFIX + "stream_oldest_pending_timestamp_seconds",
+    help="Unix time encoded in the smallest pending entry ID of the group; absent when nothing is pending.",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+    sparse=True,
+)
+DEADLETTER_ENTRIES = Family(
+    name=PREFIX + "deadletter_stream_entries",
+    help="Entries in the dead-letter stream (XLEN).",
+    signal="streams",
+    labels=("stream",),
+    combinations=single(DEADLETTER_STREAMS),
+)
+DEADLETTER_OLDEST = Family(
+    name=PREFIX + "deadletter_stream_oldest_entry_timestamp_seconds",
+    help="Unix time encoded in the first entry ID of the dead-letter stream; absent when it is empty.",
+    signal="streams",
+    labels=("stream",),
+    combinations=single(DEADLETTER_STREAMS),
+    sparse=True,
+)
+BUILD_INFO = Family(
+    name=PREFIX + "exporter_build_info",
+    help="Always 1; the version label names the running exporter.",
+    signal=META,
+    labels=("version",),
+    combinations=single((VERSION,)),
+)
+
+FAMILIES: tuple[Family, ...] = (
+    SIGNAL_MEASURED,
+    SIGNAL_LAST_SUCCESS,
+    SIGNAL_DURATION,
+    DLQ_PENDING,
+    DLQ_OLDEST,
+    PRESERVATION_EXHAUSTED,
+    AUDIT_BREAKS,
+    AUDIT_DECLARED_BREAKS,
+    AUDIT_VERIFICATION_OK,
+    AUDIT_LAST_VERIFICATION,
+    STREAM_PENDING,
+    STREAM_OLDEST_PENDING,
+    DEADLETTER_ENTRIES,
+    DEADLETTER_OLDEST,
+    BUILD_INFO,
+)
+
+check_unique(FAMILIES)
+
+BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
+
+
+def families_of(signal: str) -> tuple[Family, ...]:
+    """The value families a signal emits, in registry order."""
+    return tuple(family for family in FAMILIES if family.signal == signal)
+
+
+for _signal in SIGNALS:
+    if not families_of(_signal):
+        raise RegistryError(_signal, "signal has no value family in the registry")

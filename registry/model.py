@@ -1,0 +1,111 @@
+"""Value types of the registry: a family, its labels and their closed values.
+
+Everything is validated when it is constructed, so a bad registry fails at
+import time and never during a scrape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# Labels that would identify a tenant or a person: never allowed, whatever the family.
+FORBIDDEN_LABELS = frozenset(
+    {
+        "tenant",
+        "tenant_slug",
+        "slug",
+        "schema",
+        "user",
+        "user_id",
+        "id",
+        "event_id",
+        "artifact_id",
+        "document",
+        "document_id",
+        "document_number",
+        "consumer",
+    }
+)
+
+
+class RegistryError(ValueError):
+    """The registry itself is malformed; raised at import, never at scrape time."""
+
+    def __init__(self, family: str, problem: str) -> None:
+        self.family = family
+        self.problem = problem
+        super().__init__(f"registry family {family!r}: {problem}")
+
+
+class MetricType(StrEnum):
+    GAUGE = "gauge"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family and the closed set of label-value combinations it may carry.
+
+    `combinations` lists every allowed tuple of label values, in `labels` order.
+    A family without labels has exactly one combination, the empty tuple.
+    """
+
+    name: str
+    help: str
+    signal: str
+    labels: tuple[str, ...] = ()
+    combinations: tuple[tuple[str, ...], ...] = ((),)
+    type: MetricType = MetricType.GAUGE
+    # True for families that are absent rather than zero when there is nothing
+    # to report (e.g. the timestamp of the oldest pending event).
+    sparse: bool = False
+
+    def __post_init__(self) -> None:
+        if not METRIC_NAME.match(self.name) or self.name.startswith("__"):
+            raise RegistryError(self.name, "is not a valid metric name")
+        if not self.help.strip():
+            raise RegistryError(self.name, "needs a help text")
+        if len(set(self.labels)) != len(self.labels):
+            raise RegistryError(self.name, f"repeats a label in {self.labels}")
+        for label in self.labels:
+            if not LABEL_NAME.match(label) or label.startswith("__"):
+                raise RegistryError(self.name, f"label {label!r} is not a valid label name")
+            if label.lower() in FORBIDDEN_LABELS:
+                raise RegistryError(self.name, f"label {label!r} would identify a tenant or a person")
+        if not self.combinations:
+            raise RegistryError(self.name, "declares no label combination")
+        if len(set(self.combinations)) != len(self.combinations):
+            raise RegistryError(self.name, "repeats a label combination")
+        for combination in self.combinations:
+            if len(combination) != len(self.labels):
+                raise RegistryError(self.name, f"combination {combination} does not match labels {self.labels}")
+            for value in combination:
+                if not isinstance(value, str) or not value:
+                    raise RegistryError(self.name, f"label value {value!r} must be a non-empty string")
+
+    def values_of(self, label: str) -> frozenset[str]:
+        """The closed set of values one label may take."""
+        index = self.labels.index(label)
+        return frozenset(combination[index] for combination in self.combinations)
+
+
+def product(*value_sets: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """Every combination of the given closed value sets (a cross product)."""
+    return tuple(itertools.product(*value_sets))
+
+
+def single(values: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """Combinations of a family with a single label."""
+    return tuple((value,) for value in values)
+
+
+def check_unique(families: tuple[Family, ...]) -> None:
+    seen: set[str] = set()
+    for family in families:
+        if family.name in seen:
+            raise RegistryError(family.name, "is declared twice")
+        seen.add(family.name)

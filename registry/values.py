@@ -1,0 +1,53 @@
+"""The closed sets of label values, as the platform defines them."""
+
+from __future__ import annotations
+
+PREFIX = "orpycamcp_"
+
+# Signals, in the order they are measured and rendered.
+SIGNALS: tuple[str, ...] = ("dlq", "preservation", "audit_chain", "streams")
+
+ORIGIN_GROUPS: tuple[str, ...] = (
+    "signature-service",
+    "workflow-service",
+    "notification-service",
+    "knowledge-service",
+)
+
+ARTIFACTS: tuple[str, ...] = (
+    "document",
+    "attachment",
+    "signature",
+    "timestamp",
+    "electronic_index",
+    "aip_package",
+    "audit_anchor",
+)
+
+PHASES: tuple[str, ...] = (
+    "reconcile",
+    "renewal",
+    "packaging",
+    "sealing",
+    "fixity",
+    "replication",
+    "transfer",
+)
+
+# Consumer groups per source stream: a closed set of pairs, not a cross product.
+STREAM_GROUPS: tuple[tuple[str, str], ...] = (
+    ("orpycamcp.document.events", "signature-service"),
+    ("orpycamcp.document.events", "workflow-service"),
+    ("orpycamcp.document.events", "notification-service"),
+    ("orpycamcp.workflow.events", "notification-service"),
+)
+
+DEADLETTER_STREAMS: tuple[str, ...] = (
+    "orpycamcp.signature.deadletter",
+    "orpycamcp.workflow.deadletter",
+    "orpycamcp.notification.deadletter",
+)
+
+# The exporter's version: the single place it is written (pyproject reads it,
+# and build_info's closed `version` label takes exactly this value).
+VERSION = "0.1.0"

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from exporter.localservers import LocalPostgres, LocalRedis
+from tests.platform import Platform, create_platform
+from tests.servers import postgres_server, redis_server
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[LocalPostgres]:
+    """The session's PostgreSQL; tests that stop or kill a server use their own."""
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[LocalRedis]:
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture
+async def platform(pg_server: LocalPostgres) -> Platform:
+    """A fresh database holding the reference contract and the exporter role's grants."""
+    return await create_platform(pg_server)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.platform import Platform, at
+from tests.scrapes import AUDIT_PREFIX, make_exporter, scrape, value_series
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_latest_complete_run_wins_and_partial_runs_never_count(platform: Platform) -> None:
+    await platform.add_audit_run("complete", at("2026-11-30 02:00:00"), breaks=0, declared_breaks=0)
+    await platform.add_audit_run(
+        "complete", at("2026-12-01 02:00:00"), breaks=3, declared_breaks=1, verification_ok=False
+    )
+    await platform.add_audit_run(
+        "partial", at("2026-12-01 12:00:00"), breaks=9, declared_breaks=0, verification_ok=False
+    )
+    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("audit_chain") == 1
+    assert page.get("orpycamcp_audit_chain_breaks") == 3
+    assert page.get("orpycamcp_audit_chain_declared_breaks") == 1
+    assert page.get("orpycamcp_audit_chain_verification_ok") == 0
+    assert (
+        page.get("orpycamcp_audit_chain_last_verification_timestamp_seconds") == at("2026-12-01 02:00:00").timestamp()
+    )
+
+
+async def test_never_verified_is_measured_with_no_value_series(platform: Platform) -> None:
+    await platform.add_audit_run("partial", at("2026-12-01 12:00:00"), breaks=0, declared_breaks=0)
+    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("audit_chain") == 1
+    assert value_series(page, AUDIT_PREFIX) == []
+
+
+@pytest.mark.parametrize(
+    ("breaks", "declared", "ok"),
+    [(None, 0, True), (0, None, True), (0, 0, None), (-1, 0, True)],
+)
+async def test_nulls_and_negative_counts_are_contract_drift(
+    platform: Platform, breaks: int | None, declared: int | None, ok: bool | None
+) -> None:
+    await platform.add_audit_run("complete", at("2026-12-01 02:00:00"), breaks, declared, ok)
+    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("audit_chain") == 0
+    assert value_series(page, AUDIT_PREFIX) == []
+
+
+async def test_missing_table_leaves_other_signals_measured(platform: Platform) -> None:
+    await platform.execute("DROP TABLE public.audit_chain_runs")
+    exporter = make_exporter(platform.exporter_url)
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("audit_chain") == 0
+    assert value_series(page, AUDIT_PREFIX) == []
+    assert page.measured("dlq") == 1
+    assert page.measured("preservation") == 1

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+
+from registry.values import ORIGIN_GROUPS
+from tests.platform import Platform, at
+from tests.scrapes import DLQ_PREFIX, make_exporter, scrape, value_series
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_sums_and_oldest_per_origin_group_over_active_tenants(platform: Platform) -> None:
+    await platform.add_tenant("acme")
+    await platform.add_tenant("globex", status="suspended")  # still measured
+    await platform.add_tenant("initech", provisioning_status="provisioning")  # skipped
+    await platform.add_dead_letter("acme", "e1", "signature-service", "pending", at("2026-11-01 10:00:00"))
+    await platform.add_dead_letter("acme", "e2", "signature-service", "pending", at("2026-11-02 10:00:00"))
+    await platform.add_dead_letter("acme", "e3", "workflow-service", "resolved", at("2026-10-01 10:00:00"))
+    await platform.add_dead_letter("globex", "e1", "signature-service", "pending", at("2026-10-30 08:00:00"))
+    await platform.add_dead_letter("globex", "e2", "knowledge-service", "pending", at("2026-11-03 00:00:00"))
+    await platform.add_dead_letter("globex", "e3", "notification-service", "discarded", at("2026-09-01 00:00:00"))
+    await platform.add_dead_letter("initech", "e1", "workflow-service", "pending", at("2026-01-01 00:00:00"))
+
+    exporter = make_exporter(platform.exporter_url, signals="dlq")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+
+    assert page.measured("dlq") == 1
+    assert page.family("orpycamcp_dlq_pending_events") == {
+        (("origin_group", "signature-service"),): 3,
+        (("origin_group", "workflow-service"),): 0,
+        (("origin_group", "notification-service"),): 0,
+        (("origin_group", "knowledge-service"),): 1,
+    }
+    assert page.family("orpycamcp_dlq_oldest_pending_timestamp_seconds") == {
+        (("origin_group", "signature-service"),): at("2026-10-30 08:00:00").timestamp(),
+        (("origin_group", "knowledge-service"),): at("2026-11-03 00:00:00").timestamp(),
+    }
+
+
+async def test_no_tenant_is_a_true_zero(platform: Platform) -> None:
+    exporter = make_exporter(platform.exporter_url, signals="dlq")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("dlq") == 1
+    assert len(page.family("orpycamcp_dlq_pending_events")) == len(ORIGIN_GROUPS)
+    assert set(page.family("orpycamcp_dlq_pending_events").values()) == {0}
+    assert page.family("orpycamcp_dlq_oldest_pending_timestamp_seconds") == {}
+
+
+async def test_unknown_origin_group_makes_the_signal_unmeasured(platform: Platform) -> None:
+    await platform.add_tenant("acme")
+    await platform.add_dead_letter("acme", "e1", "signature-service", "pending", at("2026-11-01 10:00:00"))
+    await platform.add_dead_letter("acme", "e2", "billing-service", "pending", at("2026-11-01 10:00:00"))
+    exporter = make_exporter(platform.exporter_url)
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("dlq") == 0
+    assert value_series(page, DLQ_PREFIX) == []
+    assert page.measured("preservation") == 1
+    assert page.measured("audit_chain") == 1
+
+
+async def test_one_tenant_missing_its_table_leaves_no_partial_sum(platform: Platform) -> None:
+    for slug in ("a", "b", "c"):
+        await platform.add_tenant(slug)
+        await platform.add_dead_letter(slug, "e1", "workflow-service", "pending", at("2026-11-01 10:00:00"))
+    await platform.execute('DROP TABLE "tenant_b".evento_dead_letter')
+    exporter = make_exporter(platform.exporter_url)
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("dlq") == 0
+    assert value_series(page, DLQ_PREFIX) == []
+    assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="dlq") is None
+    assert page.measured("preservation") == 1
+    assert page.measured("audit_chain") == 1
+
+
+async def test_tenants_beyond_one_batch_are_all_counted(platform: Platform) -> None:
+    await platform.execute(
+        "INSERT INTO public.tenants (slug) SELECT 't' || g FROM generate_series(1, 30) g;"
+        "SELECT public.orpycamcp_create_tenant_schema(slug), public.orpycamcp_grant_tenant(slug) FROM public.tenants;"
+    )
+    for n in range(1, 31):
+        await platform.add_dead_letter(f"t{n}", "e", "notification-service", "pending", at("2026-11-01 00:00:00"))
+    exporter = make_exporter(platform.exporter_url, signals="dlq", batch_size="7")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.get("orpycamcp_dlq_pending_events", origin_group="notification-service") == 30

@@ -1,0 +1,62 @@
+"""Scraping an in-process exporter and reading the page back with the
+reference parser (prometheus_client), for assertions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.scrape import Exporter
+from exporter.settings import load
+
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class Page:
+    values: dict[Key, float]
+    raw: bytes
+
+    def get(self, name: str, **labels: str) -> float | None:
+        return self.values.get((name, tuple(sorted(labels.items()))))
+
+    def family(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+        return {labels: value for (family, labels), value in self.values.items() if family == name}
+
+    def measured(self, signal: str) -> float | None:
+        return self.get("orpycamcp_signal_measured", signal=signal)
+
+    def series_of(self, prefix: str) -> list[Key]:
+        return [key for key in self.values if key[0].startswith(prefix)]
+
+
+def parse(raw: bytes) -> Page:
+    values: dict[Key, float] = {}
+    for family in text_string_to_metric_families(raw.decode("utf-8")):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            assert key not in values, f"duplicate series {key}"
+            values[key] = sample.value
+    return Page(values, raw)
+
+
+def make_exporter(database_url: str | None, redis_url: str | None = None, **options: str) -> Exporter:
+    values: Mapping[str, str | None] = {"database_url": database_url, "redis_url": redis_url, **options}
+    return Exporter.from_settings(load(values, {}))
+
+
+async def scrape(exporter: Exporter, wait: float | None = None) -> Page:
+    body = await exporter.scrape(wait)
+    return parse(body.raw)
+
+
+def value_series(page: Page, signal_prefixes: tuple[str, ...]) -> list[Key]:
+    return [key for key in page.values if key[0].startswith(signal_prefixes)]
+
+
+DLQ_PREFIX = ("orpycamcp_dlq_",)
+PRESERVATION_PREFIX = ("orpycamcp_preservation_",)
+AUDIT_PREFIX = ("orpycamcp_audit_chain_",)
+STREAMS_PREFIX = ("orpycamcp_stream_", "orpycamcp_deadletter_")

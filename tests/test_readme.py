@@ -1,0 +1,31 @@
+"""The README shows the registry and the options exactly as the code has them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from exporter.tables import metrics_table, options_table
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _between(text: str, name: str) -> str:
+    start = f"<!-- {name}:start -->\n"
+    end = f"<!-- {name}:end -->"
+    assert start in text, f"README lacks the {name} start marker"
+    assert end in text, f"README lacks the {name} end marker"
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_metrics_table_matches_the_registry() -> None:
+    assert _between(README.read_text(), "metrics-table") == metrics_table()
+
+
+def test_options_table_matches_the_settings() -> None:
+    assert _between(README.read_text(), "options-table") == options_table()
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    head = README.read_text().split("```sh\n", 1)[1].split("```", 1)[0]
+    assert head.splitlines()[0].startswith("scripts/demo")
+    assert head.splitlines()[1].startswith("scripts/test")
