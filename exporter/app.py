@@ -9,10 +9,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from exporter.auth import BasicAuth
 from exporter.render import CONTENT_TYPE
 from exporter.scrape import Exporter
+from exporter.webconfig import WebConfig
 from registry import VERSION
 
 SCRAPE_TIMEOUT_HEADER = "x-prometheus-scrape-timeout-seconds"
@@ -42,6 +44,22 @@ class ProxyBarrier:
         await self.app(scope, receive, send)
 
 
+class ExtraHeaders:
+    """Adds the web configuration's http_server_config.headers to every response."""
+
+    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
+        self.app = app
+        self.headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.headers]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def scrape_wait(request: Request, exporter: Exporter) -> float | None:
     raw = request.headers.get(SCRAPE_TIMEOUT_HEADER)
     if raw is None:
@@ -63,7 +81,7 @@ def accepts_gzip(request: Request) -> bool:
     return False
 
 
-def create_app(exporter: Exporter) -> ASGIApp:
+def create_app(exporter: Exporter, web: WebConfig | None = None) -> ASGIApp:
     async def metrics(request: Request) -> Response:
         body = await exporter.scrape(scrape_wait(request, exporter))
         headers = {"Vary": "Accept-Encoding", "Cache-Control": "no-store"}
@@ -95,4 +113,11 @@ def create_app(exporter: Exporter) -> ASGIApp:
         ],
         lifespan=lifespan,
     )
-    return ProxyBarrier(app)
+    wrapped: ASGIApp = app
+    web = web or WebConfig()
+    if web.headers:
+        wrapped = ExtraHeaders(wrapped, dict(web.headers))
+    if web.basic_auth_users:
+        wrapped = BasicAuth(wrapped, web.basic_auth_users)
+    # Outermost: a proxied request is refused before anything else, auth included.
+    return ProxyBarrier(wrapped)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from exporter import logs
 from exporter.errors import ConfigError
 from exporter.settings import OPTIONS, Settings, load
+from exporter.webconfig import WebConfig, load_web_config
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
@@ -53,14 +54,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_demo(values)
         settings = load(values, os.environ)
+        web = load_web_config(settings.web_config_file) if settings.web_config_file else WebConfig()
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    return _serve(settings)
+    return _serve(settings, web)
 
 
-def _serve(settings: Settings) -> int:
+def _serve(settings: Settings, web: WebConfig) -> int:
     from exporter.server import serve
 
     logs.configure(settings.log_format, settings.log_level)
-    return serve(settings)
+    return serve(settings, web)

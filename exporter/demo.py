@@ -17,6 +17,7 @@ import redis.asyncio
 from exporter import logs
 from exporter.localservers import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 from exporter.settings import load
+from exporter.webconfig import WebConfig
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -84,7 +85,7 @@ def run_demo(values: Mapping[str, Any]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return serve(settings)
+        return serve(settings, WebConfig())
     except ServerUnavailable as exc:
         print(f"orpycamcp-exporter demo: {exc}", file=sys.stderr)
         return 1

@@ -4,20 +4,37 @@ from __future__ import annotations
 
 import logging
 import signal
+import ssl
 from types import FrameType
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from exporter.app import create_app
 from exporter.scrape import Exporter
 from exporter.settings import Settings
+from exporter.webconfig import TlsConfig, WebConfig
+
+
+class TlsUvicornConfig(uvicorn.Config):
+    """uvicorn's config with the SSL context built from the web configuration
+    (minimum TLS version and client-certificate policy included)."""
+
+    def __init__(self, app: ASGIApp, tls: TlsConfig, **kwargs: Any) -> None:
+        self.tls = tls
+        super().__init__(app, ssl_certfile=tls.cert_file, ssl_keyfile=tls.key_file, **kwargs)
+
+    def load(self) -> None:
+        super().load()
+        self.ssl: ssl.SSLContext | None = self.tls.context()
+
 
 log = logging.getLogger("orpycamcp.server")
 
 
-def uvicorn_config(settings: Settings, exporter: Exporter) -> uvicorn.Config:
-    return uvicorn.Config(
-        create_app(exporter),
+def uvicorn_config(settings: Settings, exporter: Exporter, web: WebConfig) -> uvicorn.Config:
+    options: dict[str, Any] = dict(
         host=settings.listen_host,
         port=settings.listen_port,
         loop="uvloop",
@@ -33,12 +50,19 @@ def uvicorn_config(settings: Settings, exporter: Exporter) -> uvicorn.Config:
         timeout_graceful_shutdown=4,
         limit_concurrency=1000,
         backlog=512,
+        # Bounded request heads where uvicorn runs h11; httptools (llhttp)
+        # refuses heads over its own 80 KiB limit.
+        h11_max_incomplete_event_size=16 * 1024,
     )
+    app = create_app(exporter, web)
+    if web.tls is not None:
+        return TlsUvicornConfig(app, tls=web.tls, **options)
+    return uvicorn.Config(app, **options)
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, web: WebConfig) -> int:
     exporter = Exporter.from_settings(settings)
-    server = uvicorn.Server(uvicorn_config(settings, exporter))
+    server = uvicorn.Server(uvicorn_config(settings, exporter, web))
     log.info(
         "serving signals %s on %s:%d (ttl %gs, deadline %gs)",
         ",".join(settings.signals),

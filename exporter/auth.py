@@ -1,0 +1,70 @@
+"""HTTP basic auth against the bcrypt hashes of the web configuration."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping
+
+import anyio.to_thread
+import bcrypt
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+# Compared against when the user is unknown, so timing does not tell users apart.
+_DUMMY_HASH = bcrypt.hashpw(b"orpycamcp-exporter", bcrypt.gensalt(rounds=10))
+_CACHE_LIMIT = 128
+
+
+def credentials(headers: list[tuple[bytes, bytes]]) -> tuple[str, str] | None:
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, encoded = value.partition(b" ")
+            if scheme.lower() != b"basic":
+                return None
+            try:
+                user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+            return (user, password) if sep else None
+    return None
+
+
+class BasicAuth:
+    """401 unless the request carries a configured user and its password.
+
+    bcrypt is slow on purpose; a verified (user, password) pair is remembered
+    by its SHA-256, so a scraper's every request does not pay for it again.
+    """
+
+    def __init__(self, app: ASGIApp, users: Mapping[str, bytes]) -> None:
+        self.app = app
+        self.users = users
+        self._verified: dict[bytes, bool] = {}
+
+    async def _check(self, user: str, password: str) -> bool:
+        key = hashlib.sha256(f"{user}\x00{password}".encode()).digest()
+        known = self._verified.get(key)
+        if known is not None:
+            return known
+        hashed = self.users.get(user)
+        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed or _DUMMY_HASH)
+        ok = ok and hashed is not None
+        if len(self._verified) >= _CACHE_LIMIT:
+            self._verified.clear()
+        self._verified[key] = ok
+        return ok
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = credentials(scope["headers"])
+        if given is None or not await self._check(*given):
+            response = PlainTextResponse(
+                "Unauthorized\n", status_code=401, headers={"WWW-Authenticate": 'Basic realm="orpycamcp-exporter"'}
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

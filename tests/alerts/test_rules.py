@@ -1,0 +1,476 @@
+"""The Prometheus rules, their promtool unit tests, the Alertmanager example and the runbook."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from registry import SIGNALS
+
+from .shorten import (
+    REPO_ROOT,
+    RULES_PATH,
+    load_rules,
+    parse_duration,
+    shortened_rules,
+    write_shortened_rules,
+)
+
+ALERTS_DIR = REPO_ROOT / "alerts"
+RULE_TESTS = sorted((ALERTS_DIR / "tests").glob("*.test.yml"))
+ALERTMANAGER_PATH = ALERTS_DIR / "alertmanager.example.yml"
+RUNBOOK_PATH = REPO_ROOT / "docs" / "runbook.md"
+GUIDE_PATH = REPO_ROOT / "docs" / "alerts-and-dashboard.md"
+RUNBOOK_BASE = "https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md"
+
+SEVERITIES = ("critical", "warning", "info")
+HEALTH_ROLES = ("exporter_down", "exporter_replica_down", "no_signals", "unmeasured", "stale")
+ROLES = (*HEALTH_ROLES, "value")
+ALERT_NAME = re.compile(r"^Orpycamcp(?:[A-Z][a-z0-9]+)+$")
+RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:max$")
+SUM = re.compile(r"\bsum(?:_over_time)?\b")
+
+
+def tool(name: str) -> str:
+    """The path of a required command-line tool; fails (never skips) when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is required by this test but is not installed (not on PATH)")
+    return path
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def rules() -> Iterator[dict[str, Any]]:
+    for group in load_rules()["groups"]:
+        yield from group["rules"]
+
+
+def alerting_rules() -> list[dict[str, Any]]:
+    return [rule for rule in rules() if "alert" in rule]
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    return [rule for rule in rules() if "record" in rule]
+
+
+ALERT_IDS = [str(rule["alert"]) for rule in alerting_rules()]
+
+
+def alert_rule(name: str) -> dict[str, Any]:
+    for rule in alerting_rules():
+        if rule["alert"] == name:
+            return rule
+    raise KeyError(name)
+
+
+# --- promtool / amtool ---------------------------------------------------------
+
+
+def test_promtool_check_rules() -> None:
+    result = run(tool("promtool"), "check", "rules", str(RULES_PATH))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_promtool_test_rules() -> None:
+    assert RULE_TESTS, "no alerts/tests/*.test.yml"
+    result = run(tool("promtool"), "test", "rules", *map(str, RULE_TESTS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
+
+
+def test_amtool_check_config() -> None:
+    result = run(tool("amtool"), "check-config", str(ALERTMANAGER_PATH))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+# --- rule file conventions ------------------------------------------------------
+
+
+def test_alert_names_are_unique() -> None:
+    assert len(ALERT_IDS) == len(set(ALERT_IDS))
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_alert_name_is_camel_case_with_prefix(name: str) -> None:
+    assert ALERT_NAME.match(name), name
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_alert_labels(name: str) -> None:
+    labels = alert_rule(name).get("labels", {})
+    assert labels.get("severity") in SEVERITIES
+    role = labels.get("orpycamcp_role")
+    assert role in ROLES
+    if role == "value":
+        assert labels.get("signal") in SIGNALS, "a value alert names its signal"
+    else:
+        assert "signal" not in labels, "health alerts take `signal` from the series, if any"
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_alert_annotations(name: str) -> None:
+    annotations = alert_rule(name).get("annotations", {})
+    summary = annotations.get("summary", "")
+    description = annotations.get("description", "")
+    assert summary
+    assert "{{" not in summary, "summary is a fixed sentence"
+    assert summary.endswith(".")
+    assert "{{" in description, "description is templated"
+    assert annotations.get("runbook_url") == f"{RUNBOOK_BASE}#{name.lower()}"
+
+
+def github_anchor(heading: str) -> str:
+    anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return anchor.replace(" ", "-")
+
+
+def runbook_sections() -> dict[str, str]:
+    """Level-2 sections of the runbook, by GitHub anchor."""
+    sections: dict[str, str] = {}
+    text = RUNBOOK_PATH.read_text(encoding="utf-8")
+    for chunk in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        heading, _, body = chunk.partition("\n")
+        sections[github_anchor(heading)] = body
+    return sections
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_runbook_has_section(name: str) -> None:
+    anchor = str(alert_rule(name)["annotations"]["runbook_url"]).partition("#")[2]
+    sections = runbook_sections()
+    assert anchor in sections, f"docs/runbook.md has no '## {name}' section"
+    body = sections[anchor]
+    for part in ("### What it means", "### How to check", "### How to fix"):
+        assert part in body, f"runbook section {name} lacks {part!r}"
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_thresholds_are_documented(name: str) -> None:
+    """The rule carries a THRESHOLD comment, and the runbook threshold table lists it."""
+    text = RULES_PATH.read_text(encoding="utf-8")
+    before = text.partition(f"- alert: {name}\n")[0]
+    last_comment = before.rstrip().splitlines()
+    assert any("THRESHOLD:" in line for line in last_comment[-4:]), name
+    table = RUNBOOK_PATH.read_text(encoding="utf-8").partition("## Thresholds")[2]
+    assert f"[{name}]" in table, f"threshold table lacks {name}"
+
+
+TABLE_ROW = re.compile(r"^\|\s*\[?(Orpycamcp\w+)\]?(?:\([^)]*\))?\s*\|\s*(\w+)\s*\|", re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", [RUNBOOK_PATH, GUIDE_PATH], ids=["runbook", "guide"])
+def test_threshold_tables_match_the_rules(path: Path) -> None:
+    rows = dict(TABLE_ROW.findall(path.read_text(encoding="utf-8")))
+    expected = {name: str(alert_rule(name)["labels"]["severity"]) for name in ALERT_IDS}
+    assert rows == expected
+
+
+def test_runbook_has_no_orphan_alert_section() -> None:
+    anchors = {name.lower() for name in ALERT_IDS}
+    orphans = [a for a in runbook_sections() if a.startswith("orpycamcp") and a not in anchors]
+    assert not orphans
+
+
+def test_no_sum_over_exporter_metrics() -> None:
+    """Replicas report the same state: aggregate with max, never sum."""
+    for rule in rules():
+        assert not SUM.search(str(rule["expr"])), rule
+
+
+def test_no_or_vector_zero() -> None:
+    assert not re.search(r"\bor\s+vector\s*\(", RULES_PATH.read_text(encoding="utf-8"))
+
+
+def test_recording_rules_aggregate_with_max_without_instance() -> None:
+    records = recording_rules()
+    assert records
+    for rule in records:
+        name = str(rule["record"])
+        assert RECORD_NAME.match(name), name
+        source = "orpycamcp_" + name.split(":")[1]
+        assert str(rule["expr"]).strip() == f"max without (instance) ({source})", name
+
+
+def test_exporter_job_selector() -> None:
+    """`up` is always selected by the exporter's job, so other jobs never fire these alerts."""
+    for rule in alerting_rules():
+        expr = str(rule["expr"])
+        for match in re.finditer(r"\bup\b(\{[^}]*\})?", expr):
+            assert match.group(1) == '{job="orpycamcp-exporter"}', (rule["alert"], expr)
+
+
+# --- promtool unit-test coverage --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expectation:
+    alertname: str
+    firing: tuple[dict[str, str], ...]
+
+
+def expectations() -> list[Expectation]:
+    found: list[Expectation] = []
+    for path in RULE_TESTS:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in document["tests"]:
+            for check in case.get("alert_rule_test", []):
+                firing = tuple(
+                    {str(k): str(v) for k, v in alert.get("exp_labels", {}).items()}
+                    for alert in check.get("exp_alerts") or []
+                )
+                found.append(Expectation(str(check["alertname"]), firing))
+    return found
+
+
+@pytest.mark.parametrize("name", ALERT_IDS)
+def test_every_alert_is_unit_tested_firing_and_silent(name: str) -> None:
+    mine = [e for e in expectations() if e.alertname == name]
+    assert any(e.firing for e in mine), f"{name}: no promtool case where it fires"
+    assert any(not e.firing for e in mine), f"{name}: no promtool case where it stays silent"
+
+
+def test_unit_tests_name_only_existing_alerts() -> None:
+    assert {e.alertname for e in expectations()} <= set(ALERT_IDS)
+
+
+def fired_labels() -> dict[str, dict[str, str]]:
+    """One label set per alert, exactly as promtool saw it fire (plus alertname)."""
+    labels: dict[str, dict[str, str]] = {}
+    for expectation in expectations():
+        for firing in expectation.firing:
+            labels.setdefault(expectation.alertname, {**firing, "alertname": expectation.alertname})
+    return labels
+
+
+# --- Alertmanager: inhibition and routing -----------------------------------------
+
+MATCHER = re.compile(r'^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*$')
+
+
+@dataclass(frozen=True)
+class Matcher:
+    name: str
+    op: str
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> Matcher:
+        match = MATCHER.match(text)
+        assert match, f"unsupported matcher syntax in the example: {text!r}"
+        return cls(match.group(1), match.group(2), match.group(3))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.name, "")
+        if self.op == "=":
+            return value == self.value
+        if self.op == "!=":
+            return value != self.value
+        found = re.fullmatch(self.value, value) is not None
+        return found if self.op == "=~" else not found
+
+
+def matchers(texts: list[str]) -> list[Matcher]:
+    return [Matcher.parse(text) for text in texts]
+
+
+@dataclass(frozen=True)
+class InhibitRule:
+    source: list[Matcher]
+    target: list[Matcher]
+    equal: list[str]
+
+    def inhibits(self, source: Mapping[str, str], target: Mapping[str, str]) -> bool:
+        return (
+            all(m.matches(source) for m in self.source)
+            and all(m.matches(target) for m in self.target)
+            and all(source.get(label, "") == target.get(label, "") for label in self.equal)
+        )
+
+
+def alertmanager() -> dict[str, Any]:
+    document = yaml.safe_load(ALERTMANAGER_PATH.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
+
+
+def inhibit_rules() -> list[InhibitRule]:
+    parsed = []
+    for rule in alertmanager()["inhibit_rules"]:
+        legacy = {"source_match", "target_match", "source_match_re", "target_match_re"}
+        assert not legacy & set(rule)
+        parsed.append(
+            InhibitRule(
+                matchers(rule["source_matchers"]),
+                matchers(rule["target_matchers"]),
+                list(rule.get("equal", [])),
+            )
+        )
+    return parsed
+
+
+def inhibited(target: Mapping[str, str], *, by: Mapping[str, str]) -> bool:
+    return any(rule.inhibits(by, target) for rule in inhibit_rules())
+
+
+def test_every_alert_fires_with_known_labels() -> None:
+    assert set(fired_labels()) == set(ALERT_IDS)
+
+
+def role_of(labels: Mapping[str, str]) -> str:
+    return labels["orpycamcp_role"]
+
+
+def test_value_alerts_are_inhibited_by_their_signal_unmeasured() -> None:
+    alerts = fired_labels()
+    unmeasured = alerts["OrpycamcpSignalUnmeasured"]
+    values = [labels for labels in alerts.values() if role_of(labels) == "value"]
+    assert {labels["signal"] for labels in values} == set(SIGNALS)
+    for target in values:
+        for signal in SIGNALS:
+            source = {**unmeasured, "signal": signal}
+            expected = signal == target["signal"]
+            assert inhibited(target, by=source) is expected, (target["alertname"], signal)
+        other_job = {**unmeasured, "signal": target["signal"], "job": "another-exporter"}
+        assert not inhibited(target, by=other_job), target["alertname"]
+
+
+def test_unmeasured_does_not_inhibit_health_alerts() -> None:
+    alerts = fired_labels()
+    unmeasured = alerts["OrpycamcpSignalUnmeasured"]
+    for target in alerts.values():
+        if role_of(target) == "value":
+            continue
+        for signal in SIGNALS:
+            source = {**unmeasured, "signal": signal}
+            if source != target:
+                assert not inhibited(target, by=source), (target["alertname"], signal)
+
+
+def test_exporter_down_inhibits_every_other_alert() -> None:
+    alerts = fired_labels()
+    sources = [labels for labels in alerts.values() if role_of(labels) == "exporter_down"]
+    assert {s["alertname"] for s in sources} == {"OrpycamcpExporterAbsent", "OrpycamcpExporterDown"}
+    for source in sources:
+        for target in alerts.values():
+            expected = role_of(target) != "exporter_down"
+            pair = (source["alertname"], target["alertname"])
+            assert inhibited(target, by=source) is expected, pair
+            # Also for every signal of a health alert that carries one.
+            if "signal" in target and role_of(target) != "value":
+                for signal in SIGNALS:
+                    assert inhibited({**target, "signal": signal}, by=source)
+        other_job = {**source, "job": "another-exporter"}
+        for target in alerts.values():
+            assert not inhibited(target, by=other_job), target["alertname"]
+
+
+def test_non_orpycamcp_alerts_are_never_inhibited() -> None:
+    alerts = fired_labels()
+    foreign = {"alertname": "HostDown", "job": "orpycamcp-exporter", "signal": "dlq",
+               "orpycamcp_role": "value", "severity": "critical"}
+    assert not inhibited(foreign, by=alerts["OrpycamcpExporterDown"])
+    # A value alert is only inhibited by an unmeasured alert, not by another value alert.
+    for source in alerts.values():
+        if role_of(source) not in ("unmeasured", "exporter_down"):
+            for target in alerts.values():
+                assert not inhibited(target, by=source), (source["alertname"], target["alertname"])
+
+
+def route_receiver(route: Mapping[str, Any], labels: Mapping[str, str], inherited: str = "") -> str:
+    """The receiver Alertmanager picks (first matching child, no `continue`)."""
+    receiver = str(route.get("receiver", inherited))
+    for child in route.get("routes", []):
+        assert not child.get("continue", False)
+        assert not {"match", "match_re"} & set(child)
+        if all(m.matches(labels) for m in matchers(child.get("matchers", []))):
+            return route_receiver(child, labels, receiver)
+    return receiver
+
+
+def test_routing_by_severity() -> None:
+    root = alertmanager()["route"]
+    for labels in fired_labels().values():
+        expected = f"orpycamcp-{labels['severity']}"
+        assert route_receiver(root, labels) == expected, labels["alertname"]
+    assert route_receiver(root, {"alertname": "HostDown", "severity": "critical"}) == "default"
+
+
+def test_grouping() -> None:
+    assert alertmanager()["route"]["group_by"] == ["alertname", "job", "signal"]
+
+
+def test_receivers_are_local_placeholders() -> None:
+    for receiver in alertmanager()["receivers"]:
+        for hook in receiver.get("webhook_configs", []):
+            assert str(hook["url"]).startswith("http://127.0.0.1:"), receiver["name"]
+
+
+# --- shortened copy for end-to-end runs -------------------------------------------
+
+
+def test_shortened_rules_are_valid_and_short(tmp_path: Path) -> None:
+    path = write_shortened_rules(tmp_path / "short.rules.yml", for_duration="2s", offset="10s")
+    result = run(tool("promtool"), "check", "rules", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = load_rules(path)
+    names = [r.get("alert") for g in document["groups"] for r in g["rules"] if "alert" in r]
+    assert names == ALERT_IDS
+    for group in document["groups"]:
+        assert group["interval"] == "1s"
+        for rule in group["rules"]:
+            assert parse_duration(str(rule.get("for", "0s"))) <= 2
+            assert not re.search(r"offset\s+(?!10s\b)", str(rule["expr"]))
+    growing = alert_rule_from(document, "OrpycamcpDeadletterStreamGrowing")
+    assert "offset 10s" in str(growing["expr"])
+
+
+def alert_rule_from(document: Mapping[str, Any], name: str) -> dict[str, Any]:
+    for group in document["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == name:
+                return dict(rule)
+    raise KeyError(name)
+
+
+def test_shortened_rules_leave_source_and_thresholds_alone() -> None:
+    before = RULES_PATH.read_text(encoding="utf-8")
+    short = shortened_rules(for_duration="1s", interval=None, offset=None)
+    assert RULES_PATH.read_text(encoding="utf-8") == before
+    original = load_rules()
+    for group, short_group in zip(original["groups"], short["groups"], strict=True):
+        assert "interval" not in short_group or short_group["interval"] == group.get("interval")
+        for rule, short_rule in zip(group["rules"], short_group["rules"], strict=True):
+            assert short_rule["expr"] == rule["expr"]
+            assert short_rule.get("labels") == rule.get("labels")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0s", 0), ("2s", 2), ("5m", 300), ("1h", 3600),
+        ("26h", 93600), ("1h30m", 5400), ("500ms", 0.5),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5", "m5", "5 m", "1x"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)

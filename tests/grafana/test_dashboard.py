@@ -1,0 +1,449 @@
+"""The Grafana overview dashboard, its provisioning, and metric names against the registry.
+
+The lint checks reproduce those of grafana/dashboard-linter: template-datasource-rule,
+template-job-rule, template-instance-rule, panel-datasource-rule, target-job-rule,
+target-instance-rule, panel-units-rule and panel-title-description-rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from registry import FAMILIES
+
+from .promql import PromQLSyntaxError, Selector, metric_names, selectors
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD_PATH = REPO_ROOT / "grafana" / "dashboards" / "orpycamcp-overview.json"
+DASHBOARD_PROVISIONING = REPO_ROOT / "grafana" / "provisioning" / "dashboards" / "orpycamcp.yaml"
+DATASOURCE_PROVISIONING = REPO_ROOT / "grafana" / "provisioning" / "datasources" / "prometheus.yaml"
+RULES_PATH = REPO_ROOT / "alerts" / "orpycamcp.rules.yml"
+
+PANEL_TYPES = frozenset({"stat", "timeseries", "table", "state-timeline"})
+TEMPLATED_DATASOURCES = frozenset({"$datasource", "${datasource}"})
+# Prometheus' own series the dashboard and the rules may use besides the registry.
+PROMETHEUS_SERIES = frozenset({"up"})
+# Grafana's unit ids (valueFormats/categories.ts), the subset relevant to an exporter.
+VALID_UNITS = frozenset(
+    {"none", "string", "short", "percent", "percentunit", "sci", "locale",
+     "bytes", "decbytes", "bits", "decbits",
+     "dateTimeAsIso", "dateTimeAsIsoNoDateIfToday", "dateTimeAsUS", "dateTimeAsUSNoDateIfToday",
+     "dateTimeAsLocal", "dateTimeAsLocalNoDateIfToday", "dateTimeAsSystem", "dateTimeFromNow",
+     "hertz", "ns", "µs", "ms", "s", "m", "h", "d",
+     "dtdurationms", "dtdurations", "dthms", "dtdhms",
+     "timeticks", "clockms", "clocks",
+     "cps", "ops", "reqps", "rps", "wps", "iops", "cpm", "opm", "rpm", "wpm",
+     "bool", "bool_yes_no", "bool_on_off"}
+)
+# Literal stand-ins for Grafana variables, so promtool can parse the expressions.
+VARIABLE_VALUES = {
+    "job": "orpycamcp-exporter",
+    "instance": ".+",
+    "__rate_interval": "1m",
+    "__interval": "1m",
+    "__range": "1h",
+    "__range_s": "3600",
+    "__range_ms": "3600000",
+    "__interval_ms": "60000",
+}
+VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+LABEL_VALUES = re.compile(r"^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)$", re.DOTALL)
+OR_VECTOR = re.compile(r"\bor\s+vector\s*\(")
+SUM = re.compile(r"\bsum(?:_over_time)?\b")
+
+
+def tool(name: str) -> str:
+    """The path of a required command-line tool; fails (never skips) when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is required by this test but is not installed (not on PATH)")
+    return path
+
+
+def dashboard() -> dict[str, Any]:
+    document = json.loads(DASHBOARD_PATH.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
+
+
+def panels() -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for panel in dashboard()["panels"]:
+        found.append(panel)
+        found.extend(panel.get("panels", []))
+    return found
+
+
+def templates() -> list[dict[str, Any]]:
+    return list(dashboard()["templating"]["list"])
+
+
+def template(name: str) -> dict[str, Any]:
+    for variable in templates():
+        if variable["name"] == name:
+            return variable
+    pytest.fail(f"dashboard has no {name!r} variable")
+
+
+def targets() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    for panel in panels():
+        for target in panel.get("targets", []):
+            yield panel, target
+
+
+def panel_exprs() -> list[str]:
+    return [str(target["expr"]) for _, target in targets()]
+
+
+def variable_query(variable: dict[str, Any]) -> str:
+    query = variable.get("query")
+    if isinstance(query, dict):
+        query = query.get("query")
+    return str(query)
+
+
+def variable_selector_exprs() -> list[str]:
+    """The series selector inside each label_values(...) variable query."""
+    exprs: list[str] = []
+    for variable in templates():
+        if variable["type"] != "query":
+            continue
+        match = LABEL_VALUES.match(variable_query(variable).strip())
+        assert match, f"variable {variable['name']} is not a label_values() query"
+        exprs.append(match.group(1))
+    return exprs
+
+
+def all_dashboard_exprs() -> list[str]:
+    return panel_exprs() + variable_selector_exprs()
+
+
+def rules() -> list[dict[str, Any]]:
+    document = yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
+    return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+def substitute(expr: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in VARIABLE_VALUES:
+            pytest.fail(f"unknown dashboard variable ${name} in {expr!r}")
+        return VARIABLE_VALUES[name]
+
+    return VARIABLE.sub(replace, expr)
+
+
+PANEL_IDS = [f"{panel['id']}:{panel['title']}" for panel in panels()]
+
+
+def panel_by_id(panel_id: str) -> dict[str, Any]:
+    return panels()[PANEL_IDS.index(panel_id)]
+
+
+# --- dashboard identity --------------------------------------------------------
+
+
+def test_dashboard_identity() -> None:
+    document = dashboard()
+    assert document["uid"] == "orpycamcp-overview"
+    assert document["editable"] is False
+    assert 36 <= document["schemaVersion"] <= 41
+    assert document["title"]
+    assert document.get("id") is None
+
+
+def test_panel_ids_unique_and_layout_fits() -> None:
+    ids = [panel["id"] for panel in panels()]
+    assert len(ids) == len(set(ids))
+    for panel in panels():
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0, panel["title"]
+        assert grid["w"] > 0, panel["title"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        assert grid["h"] > 0
+
+
+# --- dashboard-linter rules ----------------------------------------------------
+
+
+def test_template_datasource_rule() -> None:
+    datasources = [v for v in templates() if v["type"] == "datasource"]
+    assert len(datasources) == 1
+    variable = datasources[0]
+    assert variable["name"] == "datasource"
+    assert variable["label"] == "Data source"
+    assert variable["query"] == "prometheus"
+
+
+@pytest.mark.parametrize(("name", "label"), [("job", "Job"), ("instance", "Instance")])
+def test_template_job_and_instance_rules(name: str, label: str) -> None:
+    variable = template(name)
+    assert variable["type"] == "query"
+    assert variable["datasource"]["uid"] in TEMPLATED_DATASOURCES
+    assert variable["label"] == label
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    assert variable["allValue"] == ".+"
+    match = LABEL_VALUES.match(variable_query(variable).strip())
+    assert match
+    assert match.group(2) == name
+
+
+@pytest.mark.parametrize("panel_id", PANEL_IDS)
+def test_panel_datasource_rule(panel_id: str) -> None:
+    panel = panel_by_id(panel_id)
+    assert panel["datasource"]["uid"] in TEMPLATED_DATASOURCES
+    assert panel["datasource"]["type"] == "prometheus"
+    for target in panel["targets"]:
+        assert target.get("datasource", panel["datasource"])["uid"] in TEMPLATED_DATASOURCES
+
+
+@pytest.mark.parametrize("panel_id", PANEL_IDS)
+def test_panel_type_and_targets(panel_id: str) -> None:
+    panel = panel_by_id(panel_id)
+    assert panel["type"] in PANEL_TYPES
+    assert panel["targets"], "panel-no-targets"
+    ref_ids = [target["refId"] for target in panel["targets"]]
+    assert len(ref_ids) == len(set(ref_ids))
+
+
+@pytest.mark.parametrize("label", ["job", "instance"])
+def test_target_job_and_instance_rules(label: str) -> None:
+    """target-job-rule / target-instance-rule: every selector filters with label=~"$label"."""
+    for panel, target in targets():
+        for selector in selectors(str(target["expr"])):
+            assert selector.has(label, "=~", f"${label}"), (panel["title"], target["expr"])
+    # The instance variable is itself filtered by the selected jobs.
+    for expr in variable_selector_exprs()[1:]:
+        assert all(s.has("job", "=~", "$job") for s in selectors(expr)), expr
+
+
+@pytest.mark.parametrize("panel_id", PANEL_IDS)
+def test_panel_units_rule(panel_id: str) -> None:
+    unit = panel_by_id(panel_id)["fieldConfig"]["defaults"].get("unit", "")
+    assert unit in VALID_UNITS, f"invalid or missing unit {unit!r}"
+
+
+@pytest.mark.parametrize("panel_id", PANEL_IDS)
+def test_panel_title_description_rule(panel_id: str) -> None:
+    panel = panel_by_id(panel_id)
+    assert panel["title"].strip()
+    assert len(panel["description"].strip()) > 20
+
+
+def test_no_or_vector_zero_anywhere() -> None:
+    assert not OR_VECTOR.search(DASHBOARD_PATH.read_text(encoding="utf-8"))
+    assert not OR_VECTOR.search(RULES_PATH.read_text(encoding="utf-8"))
+    assert not any("vector(" in expr for expr in panel_exprs())
+
+
+def test_no_sum_over_replicas() -> None:
+    for expr in panel_exprs():
+        assert not SUM.search(expr), expr
+
+
+def test_no_rate_without_rate_interval() -> None:
+    """target-rate-interval-rule (gauges only: no rate() at all is expected)."""
+    for expr in panel_exprs():
+        for match in re.finditer(r"\b(?:rate|irate|increase)\s*\([^\[]*\[([^\]]+)\]", expr):
+            assert match.group(1) == "$__rate_interval", expr
+
+
+# --- "unknown" is shown distinctly from 0 -----------------------------------------
+
+
+def mapping_texts(panel: dict[str, Any]) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for mapping in panel["fieldConfig"]["defaults"].get("mappings", []):
+        if mapping["type"] == "value":
+            for value, result in mapping["options"].items():
+                texts[str(value)] = str(result["text"])
+        elif mapping["type"] == "special":
+            texts[str(mapping["options"]["match"])] = str(mapping["options"]["result"]["text"])
+    return texts
+
+
+def test_signal_health_panels_show_unknown_distinctly() -> None:
+    health = [p for p in panels() if any(
+        "orpycamcp_signal_measured" in str(t["expr"]) and "NaN" not in str(t["expr"])
+        for t in p["targets"])]
+    assert {p["type"] for p in health} >= {"stat", "state-timeline"}
+    for panel in health:
+        texts = mapping_texts(panel)
+        assert texts.get("0"), panel["title"]
+        assert texts.get("1"), panel["title"]
+        assert texts["0"] != texts["1"], panel["title"]
+        assert texts["0"].lower() != "unknown"
+        if panel["type"] == "stat":
+            assert texts.get("null") == "unknown"
+            assert panel["fieldConfig"]["defaults"].get("noValue"), panel["title"]
+
+
+def test_never_markers_are_mapped() -> None:
+    """Series padded with NaN ("reported but never measured") display as text, not a number."""
+    padded = [p for p in panels() if any("NaN" in str(t["expr"]) for t in p["targets"])]
+    assert len(padded) >= 3
+    for panel in padded:
+        assert "nan" in mapping_texts(panel), panel["title"]
+        for target in panel["targets"]:
+            assert re.search(r"\bor\b.*\*\s*NaN\s*$", str(target["expr"])), target["expr"]
+
+
+def test_stat_panels_say_what_no_value_means() -> None:
+    for panel in panels():
+        if panel["type"] == "stat":
+            assert panel["fieldConfig"]["defaults"].get("noValue"), panel["title"]
+
+
+# --- promtool parses every expression ----------------------------------------------
+
+
+def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
+    records = []
+    for number, expr in enumerate(all_dashboard_exprs()):
+        records.append({"record": f"dashboard:expr_{number}:check", "expr": substitute(expr)})
+    assert len(records) >= len(panels())
+    path = tmp_path / "dashboard.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]}))
+    result = subprocess.run(
+        [tool("promtool"), "check", "rules", str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(records)} rules found" in result.stdout
+
+
+def test_promtool_rejects_a_broken_expression(tmp_path: Path) -> None:
+    """The check above would notice a broken panel expression."""
+    path = tmp_path / "broken.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [
+        {"record": "broken:check", "expr": substitute('max by (job) (up{job=~"$job"}')}]}]}))
+    result = subprocess.run(
+        [tool("promtool"), "check", "rules", str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode != 0
+
+
+# --- metric names against the registry ---------------------------------------------
+
+REGISTRY_NAMES = frozenset(family.name for family in FAMILIES)
+
+
+def recorded_names() -> set[str]:
+    return {str(rule["record"]) for rule in rules() if "record" in rule}
+
+
+def rule_metric_names() -> set[str]:
+    names: set[str] = set()
+    for rule in rules():
+        names |= metric_names(str(rule["expr"]))
+    return names
+
+
+def dashboard_metric_names() -> set[str]:
+    names: set[str] = set()
+    for expr in all_dashboard_exprs():
+        names |= metric_names(expr)
+    return names
+
+
+def test_every_metric_used_exists() -> None:
+    defined = REGISTRY_NAMES | recorded_names() | PROMETHEUS_SERIES
+    unknown = (rule_metric_names() | dashboard_metric_names()) - defined
+    assert not unknown, f"metrics not in the registry nor recorded: {sorted(unknown)}"
+
+
+def test_dashboard_uses_raw_series_only() -> None:
+    """Recording rules drop `instance`, which the dashboard filters on."""
+    assert dashboard_metric_names() <= REGISTRY_NAMES | PROMETHEUS_SERIES
+
+
+def test_recording_rules_are_used_by_alerts() -> None:
+    used: set[str] = set()
+    for rule in rules():
+        if "alert" in rule:
+            used |= metric_names(str(rule["expr"]))
+    assert recorded_names() - used == set()
+
+
+def test_every_registry_family_is_used() -> None:
+    used = rule_metric_names() | dashboard_metric_names()
+    assert not REGISTRY_NAMES - used, sorted(REGISTRY_NAMES - used)
+
+
+def test_every_registry_family_is_on_the_dashboard() -> None:
+    missing = REGISTRY_NAMES - dashboard_metric_names()
+    assert not missing, sorted(missing)
+
+
+def test_label_names_exist_in_registry() -> None:
+    """Labels named in dashboard matchers and legends are registry or target labels."""
+    known = {"job", "instance"} | {label for family in FAMILIES for label in family.labels}
+    for panel, target in targets():
+        for selector in selectors(str(target["expr"])):
+            assert {m.label for m in selector.matchers} <= known, panel["title"]
+        for label in re.findall(r"\{\{\s*(\w+)\s*\}\}", str(target.get("legendFormat", ""))):
+            assert label in known, (panel["title"], label)
+        for group in re.findall(r"\bby\s*\(([^)]*)\)", str(target["expr"])):
+            assert {g.strip() for g in group.split(",")} <= known, (panel["title"], group)
+
+
+# --- provisioning --------------------------------------------------------------------
+
+
+def test_dashboard_provisioning() -> None:
+    document = yaml.safe_load(DASHBOARD_PROVISIONING.read_text(encoding="utf-8"))
+    assert document["apiVersion"] == 1
+    (provider,) = document["providers"]
+    assert provider["type"] == "file"
+    assert provider["allowUiUpdates"] is False
+    assert Path(provider["options"]["path"]).is_absolute()
+
+
+def test_datasource_provisioning() -> None:
+    document = yaml.safe_load(DATASOURCE_PROVISIONING.read_text(encoding="utf-8"))
+    assert document["apiVersion"] == 1
+    (datasource,) = document["datasources"]
+    assert datasource["type"] == "prometheus"
+    # The dashboard's datasource variable defaults to the default Prometheus.
+    assert datasource["isDefault"] is True
+    assert str(datasource["url"]).startswith("http")
+
+
+# --- the selector reader itself --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ('max by (signal) (a{job=~"$job"})', [Selector("a", ())]),
+        ("time() - max without (instance) (b) > 1800", [Selector("b", ())]),
+        ("x > x offset 15m", [Selector("x", ()), Selector("x", ())]),
+        ('a unless ignoring (signal) b{signal="s"} * NaN', [Selector("a", ()), Selector("b", ())]),
+        ("rate(c[5m]) or on (job) d", [Selector("c", ()), Selector("d", ())]),
+    ],
+)
+def test_selector_reader(expr: str, expected: list[Selector]) -> None:
+    assert [s.metric for s in selectors(expr)] == [s.metric for s in expected]
+
+
+def test_selector_reader_reads_matchers() -> None:
+    (selector,) = selectors('m{job=~"$job", instance=~"$instance", s!="a,b}"}')
+    assert selector.has("job", "=~", "$job")
+    assert selector.has("instance", "=~", "$instance")
+    assert selector.has("s", "!=", "a,b}")
+    assert metric_names('max by (origin_group) (orpycamcp_dlq_pending_events{job=~"$job"})') == {
+        "orpycamcp_dlq_pending_events"
+    }
+    with pytest.raises(PromQLSyntaxError):
+        metric_names('{__name__="x"}')
