@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -10,11 +11,12 @@ from collections.abc import Sequence
 from exporter import logs
 from exporter.errors import ConfigError
 from exporter.settings import OPTIONS, Settings, load
+from exporter.tables import metrics_table
 from exporter.webconfig import WebConfig, load_web_config
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo")
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_options(serve)
     demo = commands.add_parser("demo", help="serve against a throwaway demo PostgreSQL (and Redis)")
     _add_options(demo)
+    diagnose = commands.add_parser("diagnose", help="measure every signal once and explain any failure")
+    _add_options(diagnose)
+    check = commands.add_parser("check-config", help="validate the settings and the web config, then exit")
+    _add_options(check)
+    commands.add_parser("metrics", help="print the registry: every family, its labels and their values")
     return parser
 
 
@@ -48,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
+    if args.command == "metrics":
+        print(metrics_table(), end="")
+        return 0
     try:
         if args.command == "demo":
             from exporter.demo import run_demo
@@ -58,6 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    if args.command == "check-config":
+        address = f"{settings.listen_host}:{settings.listen_port}"
+        print(f"configuration valid: signals {','.join(settings.signals)} on {address}")
+        return 0
+    if args.command == "diagnose":
+        from exporter.diagnose import diagnose
+
+        logs.configure(settings.log_format, "error")
+        return asyncio.run(diagnose(settings, print))
     return _serve(settings, web)
 
 

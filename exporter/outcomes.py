@@ -50,6 +50,9 @@ _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], str], ...] = (
 
 def classify(exc: BaseException, deadline: float) -> Failure:
     """Map any exception raised while measuring to a stable reason and a safe detail."""
+    # Batches run concurrently in a task group: the first failure speaks for it.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):

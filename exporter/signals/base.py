@@ -44,3 +44,6 @@ class Signal:
     name: str
     source: Source
     measure: Callable[[Sources], Awaitable[Iterable[Sample]]]
+    # True for signals that read every tenant's schema (diagnose then looks
+    # for the first tenant that fails on its own).
+    reads_tenants: bool = False

@@ -46,4 +46,4 @@ async def measure(sources: Sources) -> list[Sample]:
     ]
 
 
-SIGNAL = Signal(name=NAME, source=Source.POSTGRES, measure=measure)
+SIGNAL = Signal(name=NAME, source=Source.POSTGRES, measure=measure, reads_tenants=True)

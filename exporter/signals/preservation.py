@@ -35,4 +35,4 @@ async def measure(sources: Sources) -> list[Sample]:
     return [Sample(PRESERVATION_EXHAUSTED.name, key, count) for key, count in artifacts.items()]
 
 
-SIGNAL = Signal(name=NAME, source=Source.POSTGRES, measure=measure)
+SIGNAL = Signal(name=NAME, source=Source.POSTGRES, measure=measure, reads_tenants=True)
