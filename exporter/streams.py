@@ -43,7 +43,12 @@ class Streams:
                 self.settings.url,
                 socket_timeout=self.settings.timeout,
                 socket_connect_timeout=self.settings.timeout,
+                # Never retried: a failure is reported, and the next measurement tries again.
                 retry=Retry(NoBackoff(), 0),
+                # RESP2: under RESP3, recent clients turn maintenance notifications on, which
+                # skips the check that replaces a pooled connection the server has closed; a
+                # Redis restart between two measurements would then fail the next one.
+                protocol=2,
                 decode_responses=True,
                 client_name="orpycamcp-exporter",
             )

@@ -1,0 +1,582 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from exporter.errors import ConfigError, ContractViolation
+from exporter.localservers import LocalRedis, start_redis
+from exporter.outcomes import classify
+from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
+from exporter.streams import StreamsReading
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+from tests.platform import Platform
+from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, value_series
+
+pytestmark = pytest.mark.anyio
+
+DOCUMENTS = "orpycamcp.document.events"
+WORKFLOWS = "orpycamcp.workflow.events"
+SIGNATURE_DL = "orpycamcp.signature.deadletter"
+WORKFLOW_DL = "orpycamcp.workflow.deadletter"
+NOTIFICATION_DL = "orpycamcp.notification.deadletter"
+
+PENDING = "orpycamcp_stream_pending_messages"
+OLDEST_PENDING = "orpycamcp_stream_oldest_pending_timestamp_seconds"
+DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
+DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
+POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
+
+
+def pair(stream: str, group: str) -> tuple[tuple[str, str], ...]:
+    return (("group", group), ("stream", stream))
+
+
+def only(stream: str) -> tuple[tuple[str, str], ...]:
+    return (("stream", stream),)
+
+
+def connect(url: str) -> Redis:
+    return Redis.from_url(url, decode_responses=True)
+
+
+@pytest.fixture
+async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
+    """The session Redis, emptied for this test."""
+    client = connect(redis.url)
+    await client.flushall()
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[LocalRedis]:
+    """A Redis of this test's own, free to be stopped, paused and restarted."""
+    server = start_redis()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+async def create_groups(client: Redis) -> None:
+    for stream, group in STREAM_GROUPS:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+
+
+def delivered_ids(reply: Any) -> list[str]:
+    """The entry IDs an XREADGROUP of one stream delivered."""
+    ((_, entries),) = reply
+    return [entry_id for entry_id, _ in entries]
+
+
+async def debug_sleep(client: Redis, seconds: float) -> object:
+    """Keeps the server busy (single-threaded) for `seconds`."""
+    reply: object = await client.execute_command("DEBUG", "SLEEP", str(seconds))  # type: ignore[no-untyped-call]
+    return reply
+
+
+async def scrape_once(redis_url: str, database_url: str | None = None, **options: str) -> Page:
+    exporter = make_exporter(database_url, redis_url, **options)
+    try:
+        return await scrape(exporter)
+    finally:
+        await exporter.close()
+
+
+def reasons(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        str(record.__dict__["reason"])
+        for record in caplog.records
+        if record.name == "orpycamcp.measure" and record.__dict__.get("signal") == "streams"
+    ]
+
+
+def assert_unmeasured(page: Page) -> None:
+    assert page.measured("streams") == 0
+    assert value_series(page, STREAMS_PREFIX) == []
+
+
+# --- Realistic flows --------------------------------------------------------------------------------------------
+
+
+async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: LocalRedis, db: Redis) -> None:
+    await create_groups(db)
+    for entry_id in ("1764680000000-0", "1764680000000-1", "1764680005000-0", "1764680010123-4"):
+        await db.xadd(DOCUMENTS, {"event": "document.signed"}, id=entry_id)
+
+    # signature-service reads all four, acknowledges the two oldest: the two later ones stay pending.
+    read = await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=4)
+    assert delivered_ids(read) == [
+        "1764680000000-0",
+        "1764680000000-1",
+        "1764680005000-0",
+        "1764680010123-4",
+    ]
+    assert await db.xack(DOCUMENTS, "signature-service", "1764680000000-0", "1764680000000-1") == 2
+
+    # workflow-service reads two; one is claimed by another consumer (still pending), the other acknowledged.
+    await db.xreadgroup("workflow-service", "wf-1", {DOCUMENTS: ">"}, count=2)
+    claimed = await db.xclaim(DOCUMENTS, "workflow-service", "wf-2", min_idle_time=0, message_ids=["1764680000000-0"])
+    assert [entry[0] for entry in claimed] == ["1764680000000-0"]
+    assert await db.xack(DOCUMENTS, "workflow-service", "1764680000000-1") == 1
+
+    # notification-service on the document stream reads everything and acknowledges everything.
+    await db.xreadgroup("notification-service", "notif-1", {DOCUMENTS: ">"})
+    await db.xack(
+        DOCUMENTS, "notification-service", "1764680000000-0", "1764680000000-1", "1764680005000-0", "1764680010123-4"
+    )
+
+    # notification-service on the workflow stream: two read, a third added later and not read yet.
+    await db.xadd(WORKFLOWS, {"event": "workflow.step"}, id="1764690000500-7")
+    await db.xadd(WORKFLOWS, {"event": "workflow.step"}, id="1764690001000-0")
+    await db.xreadgroup("notification-service", "notif-1", {WORKFLOWS: ">"})
+    await db.xadd(WORKFLOWS, {"event": "workflow.step"}, id="1764690002000-0")
+
+    # Dead letters: three entries, the first trimmed away by MINID.
+    for entry_id in ("1764600000000-0", "1764600000500-0", "1764600001000-3"):
+        await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id=entry_id)
+    assert await db.xtrim(SIGNATURE_DL, minid="1764600000500", approximate=False) == 1
+    # One dead letter, then trimmed away: the stream exists and is empty.
+    await db.xadd(WORKFLOW_DL, {"event": "workflow.failed"}, id="1764600002000-0")
+    assert await db.xtrim(WORKFLOW_DL, minid="1764600003000", approximate=False) == 1
+    assert await db.exists(WORKFLOW_DL) == 1
+    # The notification dead-letter stream was never written.
+
+    page = await scrape_once(redis.url, signals="streams")
+
+    assert page.measured("streams") == 1
+    assert page.family(PENDING) == {
+        pair(DOCUMENTS, "signature-service"): 2,
+        pair(DOCUMENTS, "workflow-service"): 1,
+        pair(DOCUMENTS, "notification-service"): 0,
+        pair(WORKFLOWS, "notification-service"): 2,
+    }
+    assert page.family(OLDEST_PENDING) == {
+        pair(DOCUMENTS, "signature-service"): 1764680005.0,
+        pair(DOCUMENTS, "workflow-service"): 1764680000.0,
+        pair(WORKFLOWS, "notification-service"): 1764690000.5,
+    }
+    assert page.family(DL_ENTRIES) == {only(SIGNATURE_DL): 2, only(WORKFLOW_DL): 0, only(NOTIFICATION_DL): 0}
+    assert page.family(DL_OLDEST) == {only(SIGNATURE_DL): 1764600000.5}
+    assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is not None
+
+
+async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: LocalRedis, db: Redis) -> None:
+    await create_groups(db)
+    for entry_id in ("1764680000100-0", "1764680000200-0", "1764680000300-0"):
+        await db.xadd(DOCUMENTS, {"event": "document.created"}, id=entry_id)
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=1)
+    await db.xreadgroup("signature-service", "sig-2", {DOCUMENTS: ">"})
+    # The oldest moves from sig-1 to sig-2: still pending, still the oldest.
+    await db.xclaim(DOCUMENTS, "signature-service", "sig-2", min_idle_time=0, message_ids=["1764680000100-0"])
+    page = await scrape_once(redis.url, signals="streams")
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 3
+    assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.1
+
+    # Acknowledging the oldest moves the oldest to the next smallest pending ID.
+    await db.xack(DOCUMENTS, "signature-service", "1764680000100-0")
+    page = await scrape_once(redis.url, signals="streams")
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 2
+    assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.2
+
+
+async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: LocalRedis, db: Redis) -> None:
+    await create_groups(db)
+    for stream in DEADLETTER_STREAMS:
+        assert await db.exists(stream) == 0
+    page = await scrape_once(redis.url, signals="streams")
+    assert page.measured("streams") == 1
+    assert page.family(DL_ENTRIES) == {only(stream): 0 for stream in DEADLETTER_STREAMS}
+    assert page.family(DL_OLDEST) == {}
+    assert page.family(PENDING) == {pair(stream, group): 0 for stream, group in STREAM_GROUPS}
+    assert page.family(OLDEST_PENDING) == {}
+
+
+async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_scrapes(
+    redis: LocalRedis, db: Redis
+) -> None:
+    await create_groups(db)
+    await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
+    exporter = make_exporter(None, redis.url, ttl="1", deadline="0.5")
+    try:
+        pages = await asyncio.gather(*(scrape(exporter) for _ in range(5)))
+        assert exporter.caches["streams"].measurements == 1
+        assert {page.get(DL_ENTRIES, stream=SIGNATURE_DL) for page in pages} == {1}
+
+        await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600001000-0")
+        cached = await scrape(exporter)
+        assert cached.get(DL_ENTRIES, stream=SIGNATURE_DL) == 1  # still the cached measurement
+        assert exporter.caches["streams"].measurements == 1
+
+        await asyncio.sleep(1.1)
+        fresh = await scrape(exporter)
+        assert fresh.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
+        assert fresh.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
+        assert exporter.caches["streams"].measurements == 2
+    finally:
+        await exporter.close()
+
+
+# --- One round trip, known keys only ----------------------------------------------------------------------------
+
+
+async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, db: Redis) -> None:
+    await create_groups(db)
+    await db.config_resetstat()
+    page = await scrape_once(redis.url, signals="streams")
+    assert page.measured("streams") == 1
+
+    stats = await db.info("commandstats")
+    calls = {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in stats.items()}
+    assert calls["xpending"] == len(STREAM_GROUPS) == 4
+    assert calls["xlen"] == len(DEADLETTER_STREAMS) == 3
+    assert calls["xrange"] == len(DEADLETTER_STREAMS) == 3
+    for command in ("keys", "scan", "type", "exists", "xinfo|stream", "xinfo|groups"):
+        assert command not in calls
+    # Besides the reads: the connection handshake, and this test's own CONFIG RESETSTAT and INFO.
+    handshake = {"hello", "client|setname", "client|setinfo"}
+    assert set(calls) - {"xpending", "xlen", "xrange", "config|resetstat", "info"} <= handshake
+
+
+# --- Failures ---------------------------------------------------------------------------------------------------
+
+
+async def test_a_missing_group_leaves_the_signal_unmeasured_and_postgres_measured(
+    redis: LocalRedis, db: Redis, platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    for stream, group in STREAM_GROUPS:
+        if group != "workflow-service":
+            await db.xgroup_create(stream, group, id="0", mkstream=True)
+    await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+
+    page = await scrape_once(redis.url, platform.exporter_url)
+
+    assert_unmeasured(page)
+    assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is None
+    assert reasons(caplog) == ["missing_group"]
+    for signal in POSTGRES_SIGNALS:
+        assert page.measured(signal) == 1
+
+
+async def test_a_missing_source_stream_is_a_missing_group(
+    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert await db.dbsize() == 0
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    page = await scrape_once(redis.url, signals="streams")
+    assert_unmeasured(page)
+    assert reasons(caplog) == ["missing_group"]
+
+
+async def test_a_dead_letter_key_of_another_type_is_a_failure(
+    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    await create_groups(db)
+    await db.set(WORKFLOW_DL, "not a stream")
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    page = await scrape_once(redis.url, signals="streams")
+    assert_unmeasured(page)
+    assert reasons(caplog) == ["redis_error"]
+
+
+async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
+    own_redis: LocalRedis, platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = connect(own_redis.url)
+    try:
+        await create_groups(client)
+        await client.xadd(NOTIFICATION_DL, {"event": "notification.failed"}, id="1764600000000-0")
+    finally:
+        await client.aclose()
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    exporter = make_exporter(platform.exporter_url, own_redis.url, ttl="3", deadline="2")
+    try:
+        page = await scrape(exporter)
+        assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 1
+
+        own_redis.stop()
+        await asyncio.sleep(3.1)
+        started = time.monotonic()
+        page = await scrape(exporter)
+        elapsed = time.monotonic() - started
+        assert_unmeasured(page)
+        # A refused connection is reported at once, not retried until the deadline.
+        assert elapsed < 1.0
+        assert reasons(caplog) == ["connection_error"]
+        for signal in POSTGRES_SIGNALS:
+            assert page.measured(signal) == 1
+        last_success = page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams")
+        assert last_success is not None  # the last success is kept while failing
+
+        own_redis.start()
+        client = connect(own_redis.url)
+        try:
+            await create_groups(client)  # nothing persisted across the restart
+        finally:
+            await client.aclose()
+        await asyncio.sleep(3.1)
+        page = await scrape(exporter)
+        assert page.measured("streams") == 1
+        assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 0
+        assert page.family(PENDING) == {pair(stream, group): 0 for stream, group in STREAM_GROUPS}
+        for signal in POSTGRES_SIGNALS:
+            assert page.measured(signal) == 1
+    finally:
+        await exporter.close()
+
+
+async def test_a_restart_between_measurements_costs_no_measurement(own_redis: LocalRedis) -> None:
+    client = connect(own_redis.url)
+    try:
+        await create_groups(client)
+    finally:
+        await client.aclose()
+    exporter = make_exporter(None, own_redis.url, ttl="1", deadline="0.5")
+    try:
+        assert (await scrape(exporter)).measured("streams") == 1
+        own_redis.stop()
+        own_redis.start()
+        client = connect(own_redis.url)
+        try:
+            await create_groups(client)
+            await client.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600004000-0")
+        finally:
+            await client.aclose()
+        await asyncio.sleep(1.1)
+        # The pooled connection the server closed is replaced when taken, not reported as a failure.
+        page = await scrape(exporter)
+        assert page.measured("streams") == 1
+        assert page.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600004.0
+    finally:
+        await exporter.close()
+
+
+async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recovers(
+    own_redis: LocalRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = connect(own_redis.url)
+    await create_groups(client)
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    deadline = 0.5
+    exporter = make_exporter(None, own_redis.url, ttl="1", deadline=str(deadline))
+    try:
+        assert (await scrape(exporter)).measured("streams") == 1  # the connection is open and pooled
+        await asyncio.sleep(1.1)
+        own_redis.pause()
+        try:
+            started = time.monotonic()
+            page = await scrape(exporter)
+            elapsed = time.monotonic() - started
+        finally:
+            own_redis.resume()
+        assert_unmeasured(page)
+        assert deadline - 0.05 <= elapsed < deadline + 2
+        assert reasons(caplog) == ["timeout"]
+
+        # Whatever the cut measurement left unread is not served to the next one.
+        await client.xadd(DOCUMENTS, {"event": "document.signed"}, id="1764680020000-0")
+        await client.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})
+        await asyncio.sleep(1.1)
+        page = await scrape(exporter)
+        assert page.measured("streams") == 1
+        assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
+        assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680020.0
+    finally:
+        await exporter.close()
+        await client.aclose()
+
+
+async def test_a_new_connection_to_a_frozen_redis_is_cut_at_the_deadline(
+    own_redis: LocalRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    deadline = 0.5
+    exporter = make_exporter(None, own_redis.url, ttl="1", deadline=str(deadline))
+    own_redis.pause()  # the kernel still accepts the connection; the handshake gets no answer
+    try:
+        started = time.monotonic()
+        page = await scrape(exporter)
+        elapsed = time.monotonic() - started
+    finally:
+        own_redis.resume()
+        await exporter.close()
+    assert_unmeasured(page)
+    assert elapsed < deadline + 2
+    assert reasons(caplog) == ["timeout"]
+
+
+async def test_a_server_busy_past_the_deadline_is_a_timeout(
+    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    await create_groups(db)
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+    deadline = 0.5
+    exporter = make_exporter(None, redis.url, ttl="1", deadline=str(deadline))
+    busy = connect(redis.url)
+    try:
+        assert await busy.ping()
+        sleeping = asyncio.create_task(debug_sleep(busy, 1.5))
+        try:
+            await asyncio.sleep(0.1)  # the server is now inside DEBUG SLEEP
+            started = time.monotonic()
+            page = await scrape(exporter)
+            elapsed = time.monotonic() - started
+        finally:
+            assert await sleeping == "OK"
+        assert_unmeasured(page)
+        assert elapsed < deadline + 2
+        assert reasons(caplog) == ["timeout"]
+    finally:
+        await busy.aclose()
+        await exporter.close()
+
+
+# --- Configuration ----------------------------------------------------------------------------------------------
+
+
+async def test_without_redis_the_signal_is_not_enabled(platform: Platform) -> None:
+    exporter = make_exporter(platform.exporter_url)
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert "streams" not in exporter.caches
+    assert [key for key in page.values if ("signal", "streams") in key[1]] == []
+    assert value_series(page, STREAMS_PREFIX) == []
+    for signal in POSTGRES_SIGNALS:
+        assert page.measured(signal) == 1
+    with pytest.raises(ConfigError, match="redis"):
+        make_exporter(platform.exporter_url, signals="streams")
+
+
+# --- Parsing the replies ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "seconds"),
+    [
+        ("1764680000000-0", 1764680000.0),
+        ("1764680000500-42", 1764680000.5),
+        ("1764680000123-18446744073709551615", 1764680000.123),
+        ("0-1", 0.0),
+        ("18446744073709551615-0", 18446744073709551615 / 1000),
+    ],
+)
+async def test_entry_time_is_the_millisecond_part(entry_id: str, seconds: float) -> None:
+    assert entry_time("XRANGE s", entry_id) == seconds
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        None,
+        "",
+        "1764680000000",
+        "1764680000000-",
+        "-0",
+        "1764680000000-0-0",
+        "1764680000000-0\n",
+        " 1764680000000-0",
+        "1764680000000-x",
+        "-1764680000000-0",
+        "1.5-0",
+        "18446744073709551616-0",
+        "0-18446744073709551616",
+        "١٢٣-0",
+        b"1764680000000-0",
+        1764680000000,
+        ["1764680000000-0"],
+    ],
+)
+async def test_entry_time_rejects_what_is_not_an_entry_id(entry_id: object) -> None:
+    with pytest.raises(ContractViolation) as raised:
+        entry_time("XPENDING s g", entry_id)
+    assert raised.value.signal == "streams"
+    assert raised.value.where == "XPENDING s g"
+    assert classify(raised.value, 1.0).reason == "contract_violation"
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        None,
+        [3, "1-0", "2-0", []],
+        {},
+        {"pending": None, "min": "1-0"},
+        {"pending": "3", "min": "1-0"},
+        {"pending": True, "min": "1-0"},
+        {"pending": -1, "min": None},
+        {"pending": 2, "min": None},
+        {"pending": 2},
+        {"pending": 2, "min": "not-an-id"},
+    ],
+)
+async def test_a_malformed_pending_summary_is_a_contract_violation(summary: object) -> None:
+    with pytest.raises(ContractViolation) as raised:
+        pending_summary("XPENDING s g", summary)
+    assert raised.value.reason == "contract_violation"
+
+
+async def test_pending_summaries_parse() -> None:
+    assert pending_summary("w", {"pending": 0, "min": None, "max": None, "consumers": []}) == (0, None)
+    summary = {"pending": 3, "min": "1764680000250-0", "max": "1764680009000-0", "consumers": []}
+    assert pending_summary("w", summary) == (3, 1764680000.25)
+
+
+@pytest.mark.parametrize("entries", [None, "1-0", [], [None], [()], [("bad", {})], 5])
+async def test_a_malformed_first_entry_is_a_contract_violation(entries: object) -> None:
+    with pytest.raises(ContractViolation):
+        first_entry_time("XRANGE s", entries)
+
+
+def reading(**replace: tuple[object, ...]) -> StreamsReading:
+    fields: dict[str, tuple[object, ...]] = {
+        "pending": tuple({"pending": 0, "min": None} for _ in STREAM_GROUPS),
+        "lengths": tuple(0 for _ in DEADLETTER_STREAMS),
+        "first_entries": tuple([] for _ in DEADLETTER_STREAMS),
+    }
+    fields.update(replace)
+    return StreamsReading(**fields)
+
+
+async def test_samples_of_a_well_formed_reading() -> None:
+    samples = samples_of(
+        reading(
+            pending=({"pending": 1, "min": "1764680000000-0"}, *({"pending": 0, "min": None},) * 3),
+            lengths=(2, 0, 0),
+            first_entries=([("1764600000000-1", {"e": "x"})], [], []),
+        )
+    )
+    assert {(sample.family, sample.labels, sample.value) for sample in samples} == {
+        (PENDING, STREAM_GROUPS[0], 1),
+        (OLDEST_PENDING, STREAM_GROUPS[0], 1764680000.0),
+        *((PENDING, group, 0) for group in STREAM_GROUPS[1:]),
+        (DL_ENTRIES, (DEADLETTER_STREAMS[0],), 2),
+        (DL_OLDEST, (DEADLETTER_STREAMS[0],), 1764600000.0),
+        *((DL_ENTRIES, (stream,), 0) for stream in DEADLETTER_STREAMS[1:]),
+    }
+
+
+@pytest.mark.parametrize(
+    "replace",
+    [
+        {"pending": ({"pending": 1, "min": "1764680000000"}, *({"pending": 0, "min": None},) * 3)},
+        {"pending": ("garbage", *({"pending": 0, "min": None},) * 3)},
+        {"lengths": (None, 0, 0)},
+        {"lengths": (-1, 0, 0)},
+        {"lengths": (1, 0, 0)},  # one entry, but no first entry
+        {"lengths": (1, 0, 0), "first_entries": ([("1764600000000", {})], [], [])},
+    ],
+)
+async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
+    with pytest.raises(ContractViolation):
+        samples_of(reading(**replace))
