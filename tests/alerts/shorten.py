@@ -57,12 +57,14 @@ def shortened_rules(
     for_duration: str = "2s",
     interval: str | None = "1s",
     offset: str | None = "10s",
+    keep_firing_for: str | None = None,
     source: Path = RULES_PATH,
 ) -> dict[str, Any]:
-    """The rule file with every `for:` capped at `for_duration`.
+    """The rule file with every `for:` and `keep_firing_for:` capped at `for_duration`.
 
     `interval` (if given) becomes every group's evaluation interval, and
-    `offset` (if given) replaces every `offset <duration>` in the expressions.
+    `offset` (if given) replaces every `offset <duration>` in the expressions;
+    `keep_firing_for` (if given) replaces every rule's keep_firing_for.
     """
     parse_duration(for_duration)
     document = copy.deepcopy(load_rules(source))
@@ -72,8 +74,11 @@ def shortened_rules(
             parse_duration(interval)
             group["interval"] = interval
         for rule in group["rules"]:
-            if "for" in rule and parse_duration(str(rule["for"])) > cap:
-                rule["for"] = for_duration
+            for key in ("for", "keep_firing_for"):
+                if key in rule and parse_duration(str(rule[key])) > cap:
+                    rule[key] = for_duration
+            if keep_firing_for is not None and "keep_firing_for" in rule:
+                rule["keep_firing_for"] = keep_firing_for
             if offset is not None:
                 parse_duration(offset)
                 rule["expr"] = _OFFSET.sub(f"offset {offset}", str(rule["expr"]))
@@ -86,11 +91,12 @@ def write_shortened_rules(
     for_duration: str = "2s",
     interval: str | None = "1s",
     offset: str | None = "10s",
+    keep_firing_for: str | None = None,
     source: Path = RULES_PATH,
 ) -> Path:
     """Write the shortened copy (see `shortened_rules`) to `destination` and return it."""
     document = shortened_rules(
-        for_duration=for_duration, interval=interval, offset=offset, source=source
+        for_duration=for_duration, interval=interval, offset=offset, keep_firing_for=keep_firing_for, source=source
     )
     destination.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return destination

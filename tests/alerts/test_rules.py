@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from registry import SIGNALS
+from tests.tools import tool
 
 from .shorten import (
     REPO_ROOT,
@@ -39,18 +39,8 @@ RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:max$")
 SUM = re.compile(r"\bsum(?:_over_time)?\b")
 
 
-def tool(name: str) -> str:
-    """The path of a required command-line tool; fails (never skips) when it is missing."""
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is required by this test but is not installed (not on PATH)")
-    return path
-
-
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False
-    )
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
 
 
 def rules() -> Iterator[dict[str, Any]]:
@@ -381,8 +371,13 @@ def test_exporter_down_inhibits_every_other_alert() -> None:
 
 def test_non_orpycamcp_alerts_are_never_inhibited() -> None:
     alerts = fired_labels()
-    foreign = {"alertname": "HostDown", "job": "orpycamcp-exporter", "signal": "dlq",
-               "orpycamcp_role": "value", "severity": "critical"}
+    foreign = {
+        "alertname": "HostDown",
+        "job": "orpycamcp-exporter",
+        "signal": "dlq",
+        "orpycamcp_role": "value",
+        "severity": "critical",
+    }
     assert not inhibited(foreign, by=alerts["OrpycamcpExporterDown"])
     # A value alert is only inhibited by an unmeasured alert, not by another value alert.
     for source in alerts.values():
@@ -462,8 +457,13 @@ def test_shortened_rules_leave_source_and_thresholds_alone() -> None:
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [
-        ("0s", 0), ("2s", 2), ("5m", 300), ("1h", 3600),
-        ("26h", 93600), ("1h30m", 5400), ("500ms", 0.5),
+        ("0s", 0),
+        ("2s", 2),
+        ("5m", 300),
+        ("1h", 3600),
+        ("26h", 93600),
+        ("1h30m", 5400),
+        ("500ms", 0.5),
     ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:

@@ -10,13 +10,43 @@ import re
 from dataclasses import dataclass
 
 KEYWORDS = frozenset(
-    {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
-     "group_left", "group_right", "nan", "inf", "atan2", "start", "end"}
+    {
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "nan",
+        "inf",
+        "atan2",
+        "start",
+        "end",
+    }
 )
 # Aggregation operators may be followed by `by (...)` / `without (...)` instead of `(`.
 AGGREGATIONS = frozenset(
-    {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-     "bottomk", "topk", "quantile", "limitk", "limit_ratio"}
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    }
 )
 LABEL_LIST_KEYWORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 IDENTIFIER = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")

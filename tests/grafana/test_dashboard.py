@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from registry import FAMILIES
+from tests.tools import tool
 
 from .promql import PromQLSyntaxError, Selector, metric_names, selectors
 
@@ -34,15 +34,55 @@ TEMPLATED_DATASOURCES = frozenset({"$datasource", "${datasource}"})
 PROMETHEUS_SERIES = frozenset({"up"})
 # Grafana's unit ids (valueFormats/categories.ts), the subset relevant to an exporter.
 VALID_UNITS = frozenset(
-    {"none", "string", "short", "percent", "percentunit", "sci", "locale",
-     "bytes", "decbytes", "bits", "decbits",
-     "dateTimeAsIso", "dateTimeAsIsoNoDateIfToday", "dateTimeAsUS", "dateTimeAsUSNoDateIfToday",
-     "dateTimeAsLocal", "dateTimeAsLocalNoDateIfToday", "dateTimeAsSystem", "dateTimeFromNow",
-     "hertz", "ns", "µs", "ms", "s", "m", "h", "d",
-     "dtdurationms", "dtdurations", "dthms", "dtdhms",
-     "timeticks", "clockms", "clocks",
-     "cps", "ops", "reqps", "rps", "wps", "iops", "cpm", "opm", "rpm", "wpm",
-     "bool", "bool_yes_no", "bool_on_off"}
+    {
+        "none",
+        "string",
+        "short",
+        "percent",
+        "percentunit",
+        "sci",
+        "locale",
+        "bytes",
+        "decbytes",
+        "bits",
+        "decbits",
+        "dateTimeAsIso",
+        "dateTimeAsIsoNoDateIfToday",
+        "dateTimeAsUS",
+        "dateTimeAsUSNoDateIfToday",
+        "dateTimeAsLocal",
+        "dateTimeAsLocalNoDateIfToday",
+        "dateTimeAsSystem",
+        "dateTimeFromNow",
+        "hertz",
+        "ns",
+        "µs",
+        "ms",
+        "s",
+        "m",
+        "h",
+        "d",
+        "dtdurationms",
+        "dtdurations",
+        "dthms",
+        "dtdhms",
+        "timeticks",
+        "clockms",
+        "clocks",
+        "cps",
+        "ops",
+        "reqps",
+        "rps",
+        "wps",
+        "iops",
+        "cpm",
+        "opm",
+        "rpm",
+        "wpm",
+        "bool",
+        "bool_yes_no",
+        "bool_on_off",
+    }
 )
 # Literal stand-ins for Grafana variables, so promtool can parse the expressions.
 VARIABLE_VALUES = {
@@ -59,14 +99,6 @@ VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 LABEL_VALUES = re.compile(r"^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)$", re.DOTALL)
 OR_VECTOR = re.compile(r"\bor\s+vector\s*\(")
 SUM = re.compile(r"\bsum(?:_over_time)?\b")
-
-
-def tool(name: str) -> str:
-    """The path of a required command-line tool; fails (never skips) when it is missing."""
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is required by this test but is not installed (not on PATH)")
-    return path
 
 
 def dashboard() -> dict[str, Any]:
@@ -273,9 +305,11 @@ def mapping_texts(panel: dict[str, Any]) -> dict[str, str]:
 
 
 def test_signal_health_panels_show_unknown_distinctly() -> None:
-    health = [p for p in panels() if any(
-        "orpycamcp_signal_measured" in str(t["expr"]) and "NaN" not in str(t["expr"])
-        for t in p["targets"])]
+    health = [
+        p
+        for p in panels()
+        if any("orpycamcp_signal_measured" in str(t["expr"]) and "NaN" not in str(t["expr"]) for t in p["targets"])
+    ]
     assert {p["type"] for p in health} >= {"stat", "state-timeline"}
     for panel in health:
         texts = mapping_texts(panel)
@@ -316,7 +350,10 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]}))
     result = subprocess.run(
         [tool("promtool"), "check", "rules", str(path)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(records)} rules found" in result.stdout
@@ -325,11 +362,24 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
 def test_promtool_rejects_a_broken_expression(tmp_path: Path) -> None:
     """The check above would notice a broken panel expression."""
     path = tmp_path / "broken.rules.yml"
-    path.write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [
-        {"record": "broken:check", "expr": substitute('max by (job) (up{job=~"$job"}')}]}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "g",
+                        "rules": [{"record": "broken:check", "expr": substitute('max by (job) (up{job=~"$job"}')}],
+                    }
+                ]
+            }
+        )
+    )
     result = subprocess.run(
         [tool("promtool"), "check", "rules", str(path)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode != 0
 

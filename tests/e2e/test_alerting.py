@@ -1,0 +1,156 @@
+"""End to end: the real exporter over real PostgreSQL and Redis, scraped every
+second by a real Prometheus with the shipped rules (shortened), alerting a real
+Alertmanager with the example configuration."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from exporter.localservers import LocalPostgres, LocalRedis
+from registry.values import STREAM_GROUPS
+from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.stack import Service, active_alerts, alertmanager, prometheus, query, wait_for
+from tests.grafana.test_dashboard import panel_exprs, substitute
+from tests.platform import Platform, create_platform
+from tests.process import ExporterProcess, exporter_process
+from tests.tools import tool
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED_FIRING = {
+    "OrpycamcpDlqPendingTooLong",
+    "OrpycamcpDlqOldestPendingTooOld",
+    "OrpycamcpPreservationArtifactsExhausted",
+    "OrpycamcpAuditChainUndeclaredBreaks",
+    "OrpycamcpAuditChainVerificationFailed",
+    "OrpycamcpStreamPendingTooOld",
+    "OrpycamcpDeadletterStreamEntriesTooOld",
+}
+DLQ_VALUE_ALERTS = {"OrpycamcpDlqPendingTooLong", "OrpycamcpDlqOldestPendingTooOld"}
+
+
+def stream_id(moment: datetime) -> str:
+    return f"{int(moment.timestamp() * 1000)}-0"
+
+
+def load_problems(platform: Platform, redis_url: str) -> None:
+    import asyncio
+
+    now = datetime.now(UTC)
+
+    async def database() -> None:
+        await platform.add_tenant("acme")
+        await platform.add_tenant("globex")
+        await platform.add_dead_letter("acme", "e1", "signature-service", "pending", now - timedelta(days=2))
+        await platform.add_retry("globex", "d1", "document", "sealing", "exhausted")
+        await platform.add_audit_run(
+            "complete", now - timedelta(minutes=5), breaks=2, declared_breaks=0, verification_ok=False
+        )
+
+    asyncio.run(database())
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        client.flushall()
+        for stream, group in STREAM_GROUPS:
+            client.xgroup_create(stream, group, id="$", mkstream=True)
+        # A poison pill delivered an hour ago and never acknowledged.
+        client.xadd("orpycamcp.document.events", {"event": "document.signed"}, id=stream_id(now - timedelta(hours=1)))
+        client.xreadgroup("signature-service", "worker-1", {"orpycamcp.document.events": ">"})
+        # A dead-letter entry older than the 30-day trim horizon.
+        client.xadd("orpycamcp.signature.deadletter", {"error": "x"}, id=stream_id(now - timedelta(days=40)))
+    finally:
+        client.close()
+
+
+def alert_states(am: Service) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (alert["labels"]["alertname"], alert["labels"].get("signal", "")): alert["status"]
+        for alert in active_alerts(am)
+        if alert["labels"]["alertname"].startswith("Orpycamcp")
+    }
+
+
+def names(am: Service, state: str = "active") -> set[str]:
+    return {name for (name, _), status in alert_states(am).items() if status["state"] == state}
+
+
+@pytest.fixture
+def stack(
+    pg_server: LocalPostgres, redis: LocalRedis, tmp_path: Path
+) -> Iterator[tuple[Platform, ExporterProcess, Service, Service]]:
+    import asyncio
+
+    platform = asyncio.run(create_platform(pg_server))
+    load_problems(platform, redis.url)
+    rules = write_shortened_rules(
+        tmp_path / "rules.yml", for_duration="2s", interval="1s", offset="10s", keep_firing_for="20s"
+    )
+    args = ["--database-url", platform.exporter_url, "--redis-url", redis.url, "--ttl", "1", "--deadline", "0.8"]
+    with (
+        exporter_process(args, tmp_path) as exporter,
+        alertmanager(REPO / "alerts" / "alertmanager.example.yml", tmp_path) as am,
+        prometheus(exporter.port, am.port, rules, tmp_path) as prom,
+    ):
+        yield platform, exporter, prom, am
+
+
+def test_alerts_fire_are_inhibited_and_resolve(stack: tuple[Platform, ExporterProcess, Service, Service]) -> None:
+    import asyncio
+
+    platform, exporter, prom, am = stack
+
+    # 1. Exactly the expected alerts become active.
+    wait_for(lambda: names(am) == EXPECTED_FIRING, 90, lambda: (names(am), prom.log()))
+    time.sleep(4)
+    assert names(am) == EXPECTED_FIRING
+    assert names(am, "suppressed") == set()
+
+    # 2. Every dashboard query returns data from this Prometheus.
+    empty = [expr for expr in panel_exprs() if not query(prom, substitute(expr))]
+    assert empty == [], f"dashboard queries without data: {empty}"
+
+    # 3. The live scrape passes promtool's lint.
+    page = httpx.get(exporter.url + "/metrics").content
+    lint = subprocess.run([tool("promtool"), "check", "metrics"], input=page, capture_output=True, timeout=30)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert lint.stdout + lint.stderr == b""
+
+    # 4. dlq becomes unmeasurable: its value alerts are held and inhibited
+    #    while OrpycamcpSignalUnmeasured{signal="dlq"} is active.
+    asyncio.run(platform.execute('DROP TABLE "tenant_acme".evento_dead_letter'))
+
+    def dlq_inhibited() -> bool:
+        states = alert_states(am)
+        unmeasured = states.get(("OrpycamcpSignalUnmeasured", "dlq"))
+        held = [states.get((name, "dlq")) for name in DLQ_VALUE_ALERTS]
+        return (
+            unmeasured is not None
+            and unmeasured["state"] == "active"
+            and all(status is not None and status["state"] == "suppressed" and status["inhibitedBy"] for status in held)
+        )
+
+    wait_for(dlq_inhibited, 60, lambda: alert_states(am))
+    assert names(am) == (EXPECTED_FIRING - DLQ_VALUE_ALERTS) | {"OrpycamcpSignalUnmeasured"}
+    assert query(prom, 'orpycamcp_signal_measured{signal="dlq"}')[0]["value"][1] == "0"
+    assert query(prom, "orpycamcp_dlq_pending_events") == []
+
+    # 5. Restored (the tenant's table is back, empty): the signal is measured
+    #    again, the unmeasured alert and the dlq value alerts resolve.
+    asyncio.run(
+        platform.execute("SELECT public.orpycamcp_create_tenant_schema('acme'), public.orpycamcp_grant_tenant('acme')")
+    )
+
+    def dlq_resolved() -> bool:
+        current = names(am) | names(am, "suppressed")
+        return "OrpycamcpSignalUnmeasured" not in current and not current & DLQ_VALUE_ALERTS
+
+    wait_for(dlq_resolved, 90, lambda: alert_states(am))
+    assert names(am) == EXPECTED_FIRING - DLQ_VALUE_ALERTS
