@@ -4,9 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.localservers import LocalPostgres, LocalRedis
 from tests.platform import Platform, create_platform
-from tests.servers import postgres_server, redis_server
+from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 
 @pytest.fixture(scope="session")
@@ -15,19 +14,19 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[LocalPostgres]:
+def pg_server() -> Iterator[PostgresServer]:
     """The session's PostgreSQL; tests that stop or kill a server use their own."""
     with postgres_server() as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def redis() -> Iterator[LocalRedis]:
+def redis() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
 
 
 @pytest.fixture
-async def platform(pg_server: LocalPostgres) -> Platform:
+async def platform(pg_server: PostgresServer) -> Platform:
     """A fresh database holding the reference contract and the exporter role's grants."""
     return await create_platform(pg_server)

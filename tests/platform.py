@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 from exporter.demo import EXPORTER_ROLE, sql_file
-from exporter.localservers import LocalPostgres
+from tests.servers import PostgresServer
 
 EXPORTER_PASSWORD = "exporter-secret-9f3"
 _database_numbers = itertools.count(1)
@@ -19,7 +19,7 @@ _database_numbers = itertools.count(1)
 
 @dataclass
 class Platform:
-    server: LocalPostgres
+    server: PostgresServer
     database: str
 
     @property
@@ -119,7 +119,7 @@ def at(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
 
 
-async def create_platform(server: LocalPostgres) -> Platform:
+async def create_platform(server: PostgresServer) -> Platform:
     name = f"platform_{next(_database_numbers)}"
     connection = await asyncpg.connect(server.url())
     try:

@@ -1,22 +1,54 @@
-"""Real servers for the tests: a Docker container when an engine is reachable
-(testcontainers), otherwise the local binaries. Never a skip: a test that
-cannot get its server fails with the reason."""
+"""Real servers for the tests: Docker containers when an engine is reachable,
+otherwise the local binaries (ORPYCAMCP_TEST_SERVERS=local or docker forces
+one). Never a skip: a test that cannot get its server fails with the reason."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import pytest
 
-from exporter.localservers import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
+from exporter.localservers import ServerUnavailable, start_postgres, start_redis
+from tests.containers import start_container_postgres, start_container_redis
+
+
+class PostgresServer(Protocol):
+    """What the tests use of a PostgreSQL server, local or in a container."""
+
+    port: int
+    password: str
+
+    def url(self, user: str = ..., password: str | None = ..., database: str = ...) -> str: ...
+    def start(self, timeout: float = ...) -> None: ...
+    def stop(self, mode: signal.Signals = ...) -> None: ...
+    def remove(self) -> None: ...
+
+
+class RedisServer(Protocol):
+    """What the tests use of a Redis server, local or in a container."""
+
+    port: int
+
+    @property
+    def url(self) -> str: ...
+    def start(self, timeout: float = ...) -> None: ...
+    def stop(self, mode: signal.Signals = ...) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def remove(self) -> None: ...
 
 
 def docker_reachable() -> bool:
-    if os.environ.get("ORPYCAMCP_TEST_NO_DOCKER") or shutil.which("docker") is None:
+    forced = os.environ.get("ORPYCAMCP_TEST_SERVERS")
+    if forced in ("local", "docker"):
+        return forced == "docker"
+    if shutil.which("docker") is None:
         return False
     try:
         return subprocess.run(["docker", "info"], capture_output=True, timeout=5, check=False).returncode == 0
@@ -25,15 +57,14 @@ def docker_reachable() -> bool:
 
 
 @contextmanager
-def postgres_server() -> Iterator[LocalPostgres]:
-    """A local PostgreSQL 15 cluster.
+def postgres_server() -> Iterator[PostgresServer]:
+    """A private PostgreSQL 15: a container, or a cluster from the local binaries.
 
-    Fault tests stop, kill and restart the server, which needs a process of
-    ours; with a Docker engine the same cluster runs from local binaries too
-    when they exist, else the suite fails with the reason.
+    Both can be stopped, killed and started again on the same port.
     """
+    server: PostgresServer
     try:
-        server = start_postgres()
+        server = start_container_postgres() if docker_reachable() else start_postgres()
     except ServerUnavailable as exc:
         pytest.fail(f"{exc}. Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.", pytrace=False)
     try:
@@ -43,9 +74,10 @@ def postgres_server() -> Iterator[LocalPostgres]:
 
 
 @contextmanager
-def redis_server() -> Iterator[LocalRedis]:
+def redis_server() -> Iterator[RedisServer]:
+    server: RedisServer
     try:
-        server = start_redis()
+        server = start_container_redis() if docker_reachable() else start_redis()
     except ServerUnavailable as exc:
         pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.", pytrace=False)
     try:

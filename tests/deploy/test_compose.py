@@ -19,13 +19,13 @@ import pytest
 import yaml
 
 from exporter.app import SCRAPE_TIMEOUT_MARGIN
-from exporter.localservers import LocalPostgres, LocalRedis, postgres_bindir
+from exporter.localservers import postgres_bindir
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
 from registry import SIGNALS
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.process import exporter_process
 from tests.scrapes import parse
-from tests.servers import postgres_server, redis_server
+from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 from .files import (
     COMPOSE_FILE,
@@ -320,19 +320,19 @@ def test_redis_demo_streams_are_the_registered_ones() -> None:
 
 
 @pytest.fixture(scope="module")
-def private_postgres() -> Iterator[LocalPostgres]:
+def private_postgres() -> Iterator[PostgresServer]:
     """A cluster of its own: the init scripts set the cluster-wide exporter role's password."""
     with postgres_server() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def private_redis() -> Iterator[LocalRedis]:
+def private_redis() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
 
 
-def psql(server: LocalPostgres, database: str, *args: str, env: dict[str, str] | None = None) -> str:
+def psql(server: PostgresServer, database: str, *args: str, env: dict[str, str] | None = None) -> str:
     """psql as the postgres image's entrypoint runs it on the init scripts."""
     command = [str(postgres_bindir() / "psql"), "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-X", "-q"]
     command += ["-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-d", database, *args]
@@ -342,7 +342,7 @@ def psql(server: LocalPostgres, database: str, *args: str, env: dict[str, str] |
     return result.stdout
 
 
-def test_password_script_fails_without_the_variable(private_postgres: LocalPostgres) -> None:
+def test_password_script_fails_without_the_variable(private_postgres: PostgresServer) -> None:
     script = DEPLOY_DIR / "postgres" / "99-exporter-password.sql"
     env = {key: value for key, value in os.environ.items() if key != "ORPYCAMCP_EXPORTER_PASSWORD"}
     command = [str(postgres_bindir() / "psql"), "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-X", "-q"]
@@ -361,7 +361,7 @@ def test_password_script_fails_without_the_variable(private_postgres: LocalPostg
 
 
 def test_the_stack_measures_every_signal(
-    private_postgres: LocalPostgres, private_redis: LocalRedis, tmp_path: Path
+    private_postgres: PostgresServer, private_redis: RedisServer, tmp_path: Path
 ) -> None:
     """The init scripts in compose order, then the exporter with the compose URLs,
     their hosts mapped to the local servers."""

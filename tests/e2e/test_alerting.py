@@ -15,13 +15,13 @@ import httpx
 import pytest
 import redis
 
-from exporter.localservers import LocalPostgres, LocalRedis
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import Service, active_alerts, alertmanager, prometheus, query, wait_for
 from tests.grafana.test_dashboard import panel_exprs, substitute
 from tests.platform import Platform, create_platform
 from tests.process import ExporterProcess, exporter_process
+from tests.servers import PostgresServer, RedisServer
 from tests.tools import tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def names(am: Service, state: str = "active") -> set[str]:
 
 @pytest.fixture
 def stack(
-    pg_server: LocalPostgres, redis: LocalRedis, tmp_path: Path
+    pg_server: PostgresServer, redis: RedisServer, tmp_path: Path
 ) -> Iterator[tuple[Platform, ExporterProcess, Service, Service]]:
     import asyncio
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from exporter.localservers import LocalPostgres
 from tests.platform import Platform, create_platform
 from tests.process import ExporterProcess, exporter_process
 from tests.scrapes import parse
+from tests.servers import PostgresServer
 
 
 @pytest.fixture(scope="module")
-def module_platform(pg_server: LocalPostgres) -> Platform:
+def module_platform(pg_server: PostgresServer) -> Platform:
     import asyncio
 
     async def build() -> Platform:

@@ -7,21 +7,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.localservers import LocalPostgres
 from tests.platform import create_platform
 from tests.scrapes import DLQ_PREFIX, make_exporter, scrape, value_series
-from tests.servers import postgres_server
+from tests.servers import PostgresServer, postgres_server
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def own_server() -> Iterator[LocalPostgres]:
+def own_server() -> Iterator[PostgresServer]:
     with postgres_server() as server:
         yield server
 
 
-async def test_database_down_then_back_without_restarting_the_exporter(own_server: LocalPostgres) -> None:
+async def test_database_down_then_back_without_restarting_the_exporter(own_server: PostgresServer) -> None:
     platform = await create_platform(own_server)
     await platform.add_tenant("acme")
     exporter = make_exporter(platform.exporter_url, ttl="1", deadline="0.8")
@@ -46,7 +45,7 @@ async def test_database_down_then_back_without_restarting_the_exporter(own_serve
         await exporter.close()
 
 
-async def test_database_down_at_start(own_server: LocalPostgres) -> None:
+async def test_database_down_at_start(own_server: PostgresServer) -> None:
     platform = await create_platform(own_server)
     own_server.stop()
     exporter = make_exporter(platform.exporter_url, ttl="1", deadline="0.8")
