@@ -236,7 +236,7 @@ def test_labels_describe_the_image() -> None:
     expected = {
         "org.opencontainers.image.title": PYPROJECT["project"]["name"],
         "org.opencontainers.image.description": PYPROJECT["project"]["description"],
-        "org.opencontainers.image.licenses": PYPROJECT["project"]["license"]["text"],
+        "org.opencontainers.image.licenses": PYPROJECT["project"]["license"],
         "org.opencontainers.image.version": "${VERSION}",
         "org.opencontainers.image.base.name": f"docker.io/library/{BASE_IMAGE}",
     }
