@@ -47,6 +47,9 @@ class SignalCache:
         """The last finished outcome, fresh or not."""
         return self._outcome
 
+    def fresh(self) -> bool:
+        return self._fresh() is not None
+
     def _fresh(self) -> Outcome | None:
         if self._outcome is not None and self._monotonic() - self._outcome_at < self.ttl:
             return self._outcome

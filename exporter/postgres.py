@@ -1,25 +1,36 @@
-"""PostgreSQL access: a lazy, small pool; every statement in a short read-only
-transaction with a statement timeout; tenant schemas read in batches."""
+"""PostgreSQL access for many tenant schemas.
+
+A few connections ("lanes", `max_connections`), opened on first use, closed
+when idle, replaced after `max_queries_per_connection` statements or any error.
+Tenant schemas are read in batches, one statement each; every statement runs in
+its own implicit read-only transaction, so the locks of its tables are released
+before the next one. The batch statements are prepared deliberately (named) on
+their lane and reused on every refresh: PostgreSQL plans each one once per
+connection, and a many-table statement costs far more to plan than to run.
+
+Each lane owns a contiguous range of the tenants, so a backend only ever opens
+(and keeps in its catalog caches) its share of the tenant tables, and its share
+of the prepared plans. Batch boundaries follow the slugs themselves (a hash of
+each slug), not positions, so a tenant added or removed changes one batch
+statement, not every batch after it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+import zlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
 
 from exporter.sql import tenant_schema
 
+log = logging.getLogger("orpycamcp.postgres")
+
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
-# One round trip opens the transaction: read-only, a statement timeout, and no
-# parallel workers (they each open every tenant table cold and make these
-# many-table statements slower).
-BEGIN_SQL = (
-    "BEGIN TRANSACTION READ ONLY;"
-    " SET LOCAL statement_timeout = {timeout_ms:d};"
-    " SET LOCAL max_parallel_workers_per_gather = 0"
-)
 
 
 @dataclass(frozen=True)
@@ -34,59 +45,201 @@ class PostgresSettings:
     application_name: str = "orpycamcp-exporter"
 
 
+def session_settings(settings: PostgresSettings) -> dict[str, str]:
+    """Session settings of every exporter connection: user-level, nothing the server must allow."""
+    return {
+        "application_name": settings.application_name,
+        "default_transaction_read_only": "on",
+        "statement_timeout": str(max(1, int(settings.statement_timeout * 1000))),
+        # Parallel workers each open every tenant table cold: these many-table
+        # statements run several times faster without them.
+        "max_parallel_workers_per_gather": "0",
+        # A large batch can cross jit_above_cost; compiling it costs more than running it.
+        "jit": "off",
+    }
+
+
+def tenant_batches(slugs: Sequence[str], size: int) -> list[list[str]]:
+    """Slugs (in order) cut into batches of at most `size`.
+
+    A batch ends after a slug whose hash is 0 modulo `size`, or when full: the
+    boundaries depend on the slugs around them, not on their positions, so a
+    tenant added or removed changes (and re-plans) its own batch and rarely
+    more. Batches average ~0.63 x size.
+    """
+    batches: list[list[str]] = []
+    current: list[str] = []
+    for slug in slugs:
+        current.append(slug)
+        if len(current) >= size or zlib.crc32(slug.encode("utf-8")) % size == 0:
+            batches.append(current)
+            current = []
+    if current:
+        batches.append(current)
+    return batches
+
+
+class _Lane:
+    """One connection, its prepared batch statements, and the lock that serialises its use."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.lock = asyncio.Lock()
+        self.waiting = 0
+        self.connection: asyncpg.Connection | None = None
+        self.prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
+        self.by_signal: dict[str, set[str]] = {}
+        self.statements = 0  # on the current connection
+        self.idle_timer: asyncio.TimerHandle | None = None
+
+    def forget(self) -> asyncpg.Connection | None:
+        connection, self.connection = self.connection, None
+        self.prepared = {}
+        self.by_signal = {}
+        self.statements = 0
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+        return connection
+
+
+class _Progress:
+    """Logs how far a pass over the tenants got, once a second after the first."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.next_report = self.started + 1.0
+        self.batches = 0
+
+    def done(self, signal: str, total: int) -> None:
+        self.batches += 1
+        now = self.clock()
+        if now >= self.next_report and self.batches < total:
+            self.next_report = now + 1.0
+            log.info(
+                "signal %s: %d of %d batches read after %.1f s",
+                signal,
+                self.batches,
+                total,
+                now - self.started,
+                extra={"signal": signal, "duration_ms": round((now - self.started) * 1000, 1)},
+            )
+
+
 class Postgres:
     """Reads the contract tables; connects on first use, reconnects by itself."""
 
     def __init__(self, settings: PostgresSettings) -> None:
         self.settings = settings
-        self._pool: asyncpg.Pool | None = None
-        self._pool_lock = asyncio.Lock()
+        self._lanes = [_Lane(index) for index in range(max(1, settings.max_connections))]
+        self._closing: set[asyncio.Task[None]] = set()
+        self._tenants_in_flight: asyncio.Task[list[str]] | None = None
+        self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
+        self.prepares = 0  # batch statements prepared (planned anew)
+        self.connects = 0  # connections opened
 
-    async def _get_pool(self) -> asyncpg.Pool:
-        async with self._pool_lock:
-            if self._pool is None:
-                s = self.settings
-                self._pool = await asyncpg.create_pool(
-                    s.url,
-                    min_size=0,
-                    max_size=s.max_connections,
-                    max_queries=s.max_queries_per_connection,
-                    # An exporter nobody scrapes holds no connection.
-                    max_inactive_connection_lifetime=s.idle_close_seconds,
-                    timeout=s.connect_timeout,
-                    # Batch statements are large; keep them prepared anyway.
-                    statement_cache_size=1024,
-                    max_cacheable_statement_size=4 * 1024 * 1024,
-                    server_settings={
-                        "application_name": s.application_name,
-                        "default_transaction_read_only": "on",
-                    },
-                )
-            return self._pool
+    # -- lanes ---------------------------------------------------------------
 
-    async def _run(self, connection: asyncpg.Connection, sql: str, args: Sequence[object]) -> list[asyncpg.Record]:
-        """One statement in its own read-only transaction; locks are released at its end."""
-        begin = BEGIN_SQL.format(timeout_ms=max(1, int(self.settings.statement_timeout * 1000)))
+    async def _connect(self) -> asyncpg.Connection:
+        s = self.settings
+        connection: asyncpg.Connection = await asyncpg.connect(
+            s.url,
+            timeout=s.connect_timeout,
+            server_settings=session_settings(s),
+        )
+        self.connects += 1
+        return connection
+
+    @contextlib.asynccontextmanager
+    async def _use(self, lane: _Lane) -> AsyncIterator[asyncpg.Connection]:
+        """The lane's connection, for one statement; dropped on any failure."""
+        lane.waiting += 1
         try:
-            await connection.execute(begin)
-            rows: list[asyncpg.Record] = await connection.fetch(sql, *args)
-            await connection.execute("COMMIT")
+            await lane.lock.acquire()
+        finally:
+            lane.waiting -= 1
+        try:
+            if lane.idle_timer is not None:
+                lane.idle_timer.cancel()
+                lane.idle_timer = None
+            if lane.connection is None or lane.connection.is_closed():
+                lane.forget()
+                lane.connection = await self._connect()
+            try:
+                yield lane.connection
+            except BaseException:
+                # Whatever went wrong (an SQL error, a timeout, a cancellation,
+                # a dead socket), never reuse the connection or wait on a
+                # stalled peer: drop it, and its prepared statements with it.
+                connection = lane.forget()
+                if connection is not None:
+                    connection.terminate()
+                raise
+            lane.statements += 1
             self.statements += 1
-            return rows
-        except BaseException:
-            # Whatever went wrong (an SQL error, a timeout, a cancellation, a
-            # dead socket), never hand the connection back mid-transaction or
-            # wait on a stalled peer for a rollback: drop it.
+            if lane.statements >= self.settings.max_queries_per_connection:
+                # Bounds what the backend accumulates (catalog caches, plans).
+                self._close_later(lane.forget())
+            else:
+                lane.idle_timer = asyncio.get_running_loop().call_later(
+                    self.settings.idle_close_seconds, self._close_idle, lane
+                )
+        finally:
+            lane.lock.release()
+
+    def _close_idle(self, lane: _Lane) -> None:
+        """Nobody used the lane for idle_close_seconds: an unscraped exporter holds no connection."""
+        lane.idle_timer = None
+        if not lane.lock.locked() and lane.connection is not None:
+            self._close_later(lane.forget())
+
+    def _close_later(self, connection: asyncpg.Connection | None) -> None:
+        if connection is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._close_connection(connection))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    @staticmethod
+    async def _close_connection(connection: asyncpg.Connection) -> None:
+        try:
+            await connection.close(timeout=2)
+        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
             connection.terminate()
-            raise
+
+    def _free_lane(self) -> _Lane:
+        """A lane nobody holds if there is one, else the one with the fewest waiting."""
+        return min(self._lanes, key=lambda lane: (lane.lock.locked(), lane.waiting, lane.index))
+
+    # -- public --------------------------------------------------------------
+
+    @property
+    def _client_timeout(self) -> float:
+        """The server cuts a statement at statement_timeout; a stalled network
+        never delivers that error, so the client stops waiting a little later."""
+        return self.settings.statement_timeout + 1.0
 
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        pool = await self._get_pool()
-        async with pool.acquire(timeout=self.settings.connect_timeout) as connection:
-            return await self._run(connection, sql, args)
+        async with self._use(self._free_lane()) as connection:
+            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=self._client_timeout)
+            return rows
 
     async def active_tenant_slugs(self) -> list[str]:
+        """The active tenants, read once for the signals that ask at the same time."""
+        if self._tenants_in_flight is None:
+            task = asyncio.get_running_loop().create_task(self._read_tenants())
+            self._tenants_in_flight = task
+            task.add_done_callback(self._tenants_read)
+        return list(await asyncio.shield(self._tenants_in_flight))
+
+    def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
+        self._tenants_in_flight = None
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case every reader gave up waiting
+
+    async def _read_tenants(self) -> list[str]:
         rows = await self.fetch(ACTIVE_TENANTS_SQL)
         return [row["slug"] for row in rows]
 
@@ -95,33 +248,75 @@ class Postgres:
     ) -> list[asyncpg.Record]:
         """Run `batch_sql` over every active tenant's schema, batch by batch.
 
-        Each batch is one statement in its own transaction (so the locks of its
-        tables are released before the next), spread over the pool's connections.
+        Each batch is one prepared statement in its own transaction. The
+        batches are split into contiguous ranges, one per lane; the lanes run
+        side by side, one statement at a time each, so signals measured at the
+        same time interleave on them.
         """
-        schemas = [tenant_schema(signal, slug) for slug in await self.active_tenant_slugs()]
-        size = self.settings.batch_size
-        statements = [batch_sql(schemas[i : i + size]) for i in range(0, len(schemas), size)]
-        if not statements:
-            return []
-        pool = await self._get_pool()
-        queue = list(reversed(statements))
+        previous = self._passes.get(signal)
+        if previous is not None:
+            # The pass a deadline cut is still warming the lanes: let it end first.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(previous)
+        slugs = await self.active_tenant_slugs()
+        batches = tenant_batches(slugs, self.settings.batch_size)
+        statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements))
+        self._passes[signal] = task
+        task.add_done_callback(lambda done: self._pass_done(signal, done))
+        # Shielded: a measurement cut at its deadline leaves the pass running to
+        # its end (each statement bounded by statement_timeout), so what it
+        # prepared and the catalogs it loaded serve the next refresh instead of
+        # being thrown away with the connection.
+        return await asyncio.shield(task)
+
+    def _pass_done(self, signal: str, task: asyncio.Task[list[asyncpg.Record]]) -> None:
+        if self._passes.get(signal) is task:
+            del self._passes[signal]
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case the measurement gave up waiting
+
+    async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
+        lanes = self._lanes[: min(len(self._lanes), len(statements))]
         rows: list[asyncpg.Record] = []
+        progress = _Progress(asyncio.get_running_loop().time)
 
-        async def worker() -> None:
-            async with pool.acquire(timeout=self.settings.connect_timeout) as connection:
-                while queue:
-                    rows.extend(await self._run(connection, queue.pop(), ()))
+        async def run(lane: _Lane, sqls: Sequence[str]) -> None:
+            used: set[str] = set()
+            for sql in sqls:
+                async with self._use(lane) as connection:
+                    statement = lane.prepared.get(sql)
+                    if statement is None:
+                        # Named, so it stays prepared; prepared in its own
+                        # implicit transaction, so its locks go at once.
+                        statement = await connection.prepare(
+                            sql, name=f"orpycamcp_{self.prepares}", timeout=self._client_timeout
+                        )
+                        self.prepares += 1
+                        lane.prepared[sql] = statement
+                    used.add(sql)
+                    rows.extend(await statement.fetch(timeout=self._client_timeout))
+                progress.done(signal, len(statements))
+            # Statements of this signal no longer needed (the tenants changed)
+            # are released, and closed on the server with the next prepare.
+            for stale in lane.by_signal.get(signal, set()) - used:
+                lane.prepared.pop(stale, None)
+            lane.by_signal[signal] = used
 
+        count = len(lanes)
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(self.settings.max_connections, len(statements))):
-                group.create_task(worker())
+            for i, lane in enumerate(lanes):
+                share = statements[i * len(statements) // count : (i + 1) * len(statements) // count]
+                group.create_task(run(lane, share))
         return rows
 
     async def close(self) -> None:
-        async with self._pool_lock:
-            if self._pool is not None:
-                pool, self._pool = self._pool, None
-                try:
-                    await asyncio.wait_for(pool.close(), timeout=2)
-                except (TimeoutError, OSError, asyncpg.InterfaceError):
-                    pool.terminate()
+        passes = [task for task in (*self._passes.values(), self._tenants_in_flight) if task is not None]
+        for task in passes:
+            task.cancel()
+        if passes:
+            await asyncio.wait(passes, timeout=3)
+        for lane in self._lanes:
+            self._close_later(lane.forget())
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=3)

@@ -58,6 +58,14 @@ class Exporter:
         signals = [BY_NAME[name] for name in settings.signals]
         return cls(signals, Sources(postgres=postgres, redis=redis), settings.ttl, settings.deadline)
 
+    def cached_body(self) -> RenderedBody | None:
+        """The page, if every signal's outcome is still fresh and already rendered."""
+        for cache in self.caches.values():
+            if not cache.fresh():
+                return None
+        key = tuple((cache.generation, True) for cache in self.caches.values())
+        return self._body if key == self._body_key else None
+
     async def scrape(self, wait: float | None = None) -> RenderedBody:
         """Outcomes of every enabled signal, waiting at most `wait` seconds for any."""
         budget = self.deadline + 0.5 if wait is None else wait
