@@ -24,6 +24,8 @@ HINTS = {
     "too_many_connections": "the server has no free connection slot (max_connections)",
     "timeout": "the measurement did not finish within --deadline: look for locks"
     " (SELECT * FROM pg_locks WHERE NOT granted) or raise the deadline (below the TTL)",
+    "lock_timeout": "a statement waited too long for a lock another session holds:"
+    " SELECT * FROM pg_locks WHERE NOT granted",
     "statement_timeout": "a statement ran into the statement timeout: look for locks"
     " (SELECT * FROM pg_locks WHERE NOT granted) or raise --deadline",
     "unregistered_value": "the data holds a value the registry does not declare: fix the row, or add the"

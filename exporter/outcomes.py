@@ -36,6 +36,7 @@ class Outcome:
 
 _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], str], ...] = (
     (asyncpg.exceptions.QueryCanceledError, "statement_timeout"),
+    (asyncpg.exceptions.LockNotAvailableError, "lock_timeout"),
     (asyncpg.exceptions.UndefinedTableError, "missing_table"),
     (asyncpg.exceptions.InvalidSchemaNameError, "missing_table"),
     (asyncpg.exceptions.InsufficientPrivilegeError, "permission_denied"),
@@ -43,6 +44,7 @@ _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], str], ...] = (
     (asyncpg.exceptions.InvalidPasswordError, "authentication_failed"),
     (asyncpg.exceptions.TooManyConnectionsError, "too_many_connections"),
     (asyncpg.exceptions.CannotConnectNowError, "connection_error"),
+    (asyncpg.exceptions.PostgresConnectionError, "connection_error"),
     (asyncpg.exceptions.AdminShutdownError, "connection_error"),
     (asyncpg.exceptions.InvalidCatalogNameError, "connection_error"),
 )

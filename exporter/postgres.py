@@ -51,6 +51,10 @@ def session_settings(settings: PostgresSettings) -> dict[str, str]:
         "application_name": settings.application_name,
         "default_transaction_read_only": "on",
         "statement_timeout": str(max(1, int(settings.statement_timeout * 1000))),
+        # A statement waiting on another session's lock gives up after a
+        # quarter of the deadline, so the lane it holds serves the other
+        # signals in time.
+        "lock_timeout": str(max(1, int(settings.statement_timeout * 250))),
         # Parallel workers each open every tenant table cold: these many-table
         # statements run several times faster without them.
         "max_parallel_workers_per_gather": "0",
@@ -85,7 +89,6 @@ class _Lane:
     def __init__(self, index: int) -> None:
         self.index = index
         self.lock = asyncio.Lock()
-        self.waiting = 0
         self.connection: asyncpg.Connection | None = None
         self.prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
         self.by_signal: dict[str, set[str]] = {}
@@ -134,6 +137,8 @@ class Postgres:
         self.settings = settings
         self._lanes = [_Lane(index) for index in range(max(1, settings.max_connections))]
         self._closing: set[asyncio.Task[None]] = set()
+        self._lane_released = asyncio.Event()
+        self._signal_lanes: dict[str, int] = {}
         self._tenants_in_flight: asyncio.Task[list[str]] | None = None
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
@@ -152,14 +157,23 @@ class Postgres:
         self.connects += 1
         return connection
 
+    async def _first_free_lane(self) -> _Lane:
+        """Whichever lane is free first: a statement stuck on one lane (a lock,
+        a slow plan) does not hold up a statement that may run on the other."""
+        while True:
+            for lane in self._lanes:
+                if not lane.lock.locked():
+                    return lane
+            self._lane_released.clear()
+            await self._lane_released.wait()
+
     @contextlib.asynccontextmanager
-    async def _use(self, lane: _Lane) -> AsyncIterator[asyncpg.Connection]:
-        """The lane's connection, for one statement; dropped on any failure."""
-        lane.waiting += 1
-        try:
-            await lane.lock.acquire()
-        finally:
-            lane.waiting -= 1
+    async def _use(self, lane: _Lane | None = None) -> AsyncIterator[asyncpg.Connection]:
+        """A lane's connection (the given lane, else the first free), for one
+        statement; dropped on any failure."""
+        if lane is None:
+            lane = await self._first_free_lane()
+        await lane.lock.acquire()
         try:
             if lane.idle_timer is not None:
                 lane.idle_timer.cancel()
@@ -188,6 +202,7 @@ class Postgres:
                 )
         finally:
             lane.lock.release()
+            self._lane_released.set()
 
     def _close_idle(self, lane: _Lane) -> None:
         """Nobody used the lane for idle_close_seconds: an unscraped exporter holds no connection."""
@@ -209,10 +224,6 @@ class Postgres:
         except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
             connection.terminate()
 
-    def _free_lane(self) -> _Lane:
-        """A lane nobody holds if there is one, else the one with the fewest waiting."""
-        return min(self._lanes, key=lambda lane: (lane.lock.locked(), lane.waiting, lane.index))
-
     # -- public --------------------------------------------------------------
 
     @property
@@ -222,7 +233,7 @@ class Postgres:
         return self.settings.statement_timeout + 1.0
 
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        async with self._use(self._free_lane()) as connection:
+        async with self._use() as connection:
             rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=self._client_timeout)
             return rows
 
@@ -277,7 +288,11 @@ class Postgres:
             task.exception()  # retrieved here too, in case the measurement gave up waiting
 
     async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
-        lanes = self._lanes[: min(len(self._lanes), len(statements))]
+        # Each signal starts on its own lane: with few batches the signals run
+        # side by side instead of queueing on the first lane. Every lane still
+        # reads one contiguous share of each signal's tenants.
+        offset = self._signal_lanes.setdefault(signal, len(self._signal_lanes))
+        lanes = [self._lanes[(i + offset) % len(self._lanes)] for i in range(min(len(self._lanes), len(statements)))]
         rows: list[asyncpg.Record] = []
         progress = _Progress(asyncio.get_running_loop().time)
 

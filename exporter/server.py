@@ -12,6 +12,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from exporter.app import create_app
+from exporter.http_protocol import BoundedHttpToolsProtocol
 from exporter.scrape import Exporter
 from exporter.settings import Settings
 from exporter.webconfig import TlsConfig, WebConfig
@@ -38,7 +39,8 @@ def uvicorn_config(settings: Settings, exporter: Exporter, web: WebConfig) -> uv
         host=settings.listen_host,
         port=settings.listen_port,
         loop="uvloop",
-        http="httptools",
+        # httptools with a time and size limit on request heads.
+        http=BoundedHttpToolsProtocol,
         lifespan="on",
         log_config=None,  # our own logging setup stays in place
         access_log=False,
@@ -50,9 +52,6 @@ def uvicorn_config(settings: Settings, exporter: Exporter, web: WebConfig) -> uv
         timeout_graceful_shutdown=4,
         limit_concurrency=1000,
         backlog=512,
-        # Bounded request heads where uvicorn runs h11; httptools (llhttp)
-        # refuses heads over its own 80 KiB limit.
-        h11_max_incomplete_event_size=16 * 1024,
     )
     app = create_app(exporter, web)
     if web.tls is not None:

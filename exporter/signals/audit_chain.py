@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, Sources
+from exporter.signals.base import Signal, Source, Sources, epoch_seconds
 from registry.families import (
     AUDIT_BREAKS,
     AUDIT_DECLARED_BREAKS,
@@ -40,7 +40,9 @@ async def measure(sources: Sources) -> list[Sample]:
         Sample(AUDIT_BREAKS.name, (), run["breaks"]),
         Sample(AUDIT_DECLARED_BREAKS.name, (), run["declared_breaks"]),
         Sample(AUDIT_VERIFICATION_OK.name, (), 1 if run["verification_ok"] else 0),
-        Sample(AUDIT_LAST_VERIFICATION.name, (), run["finished_at"].timestamp()),
+        Sample(
+            AUDIT_LAST_VERIFICATION.name, (), epoch_seconds(NAME, "audit_chain_runs.finished_at", run["finished_at"])
+        ),
     ]
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from exporter.errors import SourceNotConfigured
+from exporter.errors import ContractViolation, SourceNotConfigured
 from exporter.samples import Sample
 
 if TYPE_CHECKING:
@@ -47,3 +48,12 @@ class Signal:
     # True for signals that read every tenant's schema (diagnose then looks
     # for the first tenant that fails on its own).
     reads_tenants: bool = False
+
+
+def epoch_seconds(signal: str, where: str, value: datetime) -> float:
+    """Seconds since the epoch of a timestamptz; 'infinity' and '-infinity'
+    (read as datetime.max and datetime.min) break the contract."""
+    naive = value.replace(tzinfo=None)
+    if naive in (datetime.max, datetime.min):
+        raise ContractViolation(signal, where, "infinite timestamp")
+    return value.timestamp()

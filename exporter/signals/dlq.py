@@ -8,7 +8,7 @@ from datetime import datetime
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, Sources
+from exporter.signals.base import Signal, Source, Sources, epoch_seconds
 from registry.families import DLQ_OLDEST, DLQ_PENDING
 
 NAME = "dlq"
@@ -42,7 +42,8 @@ async def measure(sources: Sources) -> list[Sample]:
         if group not in oldest or row["oldest"] < oldest[group]:
             oldest[group] = row["oldest"]
     return [Sample(DLQ_PENDING.name, (group,), count) for group, count in events.items()] + [
-        Sample(DLQ_OLDEST.name, (group,), created.timestamp()) for group, created in oldest.items()
+        Sample(DLQ_OLDEST.name, (group,), epoch_seconds(NAME, "evento_dead_letter.created_at", created))
+        for group, created in oldest.items()
     ]
 
 

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.faults.kit import create_stream_groups
+from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
+
+
+@pytest.fixture
+def own_pg() -> Iterator[PostgresServer]:
+    """A PostgreSQL of this test's own, free to be stopped, killed and restarted."""
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def streams_redis() -> Iterator[RedisServer]:
+    """A Redis with the known consumer groups, left alone: the streams signal stays measured."""
+    with redis_server() as server:
+        create_stream_groups(server.url)
+        yield server
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A Redis of this test's own, free to be stopped, paused and restarted."""
+    with redis_server() as server:
+        create_stream_groups(server.url)
+        yield server

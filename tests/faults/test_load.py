@@ -1,0 +1,62 @@
+"""A short load run for CI (the full one is bench/load.py): the exporter process
+over 200 tenants, 50 keep-alive clients for 8 s, a 2 s TTL. Zero errors, and
+exactly one measurement per signal per TTL window (last-success changes, and
+the statement counts of pg_stat_statements). No timing assertions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.load import run_load
+from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def statements_pg() -> Iterator[LocalPostgres]:
+    server = start_postgres({"shared_preload_libraries": "pg_stat_statements"})
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def load_redis() -> Iterator[LocalRedis]:
+    server = start_redis()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+async def test_fifty_clients_over_two_hundred_tenants(
+    statements_pg: LocalPostgres, load_redis: LocalRedis, tmp_path: Path
+) -> None:
+    result = await run_load(
+        statements_pg,
+        load_redis,
+        tmp_path,
+        tenants=200,
+        clients=50,
+        duration=8,
+        ttl=2,
+        deadline=1.5,
+        driver="python",
+    )
+    assert result.clients.errors == 0, result.clients.error_kinds
+    assert result.clients.requests > 0
+    assert result.monitor_errors == 0
+    assert result.unmeasured_pages == {"dlq": 0, "preservation": 0, "audit_chain": 0, "streams": 0}
+    assert result.values_correct
+    for report in result.windows.values():
+        assert report.measurements >= 2, report
+        assert report.min_gap is not None, report
+        assert report.min_gap >= 2 - 0.01, report  # never two measurements in one window
+        assert report.statement_calls == report.expected_statement_calls, report  # none unseen
+    assert result.exactly_one_per_window, result.windows
+    assert result.database_sessions <= result.max_connections
