@@ -26,12 +26,10 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -41,8 +39,9 @@ import redis.asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.demo import EXPORTER_ROLE, load_contract
-from exporter.localservers import LocalPostgres, LocalRedis, free_port, start_postgres, start_redis
+from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
 from registry.values import ORIGIN_GROUPS, SIGNALS, STREAM_GROUPS
+from tests.process import exporter_process
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -175,58 +174,6 @@ async def reset_statements(admin_url: str) -> None:
 
 
 # --- The exporter process -----------------------------------------------------------------------------------------
-
-
-@dataclass
-class RunningExporter:
-    process: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-@contextmanager
-def running_exporter(args: Sequence[str], log_dir: Path) -> Iterator[RunningExporter]:
-    """`python -m exporter serve` on a free port, ready when /-/healthy answers; terminated at the end."""
-    port = free_port()
-    log_path = log_dir / f"exporter-{port}.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL", "ORPYCAMCP_"))}
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "serve", "--web.listen-address", f"127.0.0.1:{port}", *args],
-            stdout=log,
-            stderr=log,
-            env=env,
-            cwd=ROOT,
-        )
-    running = RunningExporter(process, port, log_path)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"exporter exited with {process.returncode}: {running.log()}")
-            try:
-                httpx.get(f"{running.url}/-/healthy", timeout=0.5)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"exporter did not start: {running.log()}") from None
-                time.sleep(0.1)
-        yield running
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def rss_bytes(pid: int) -> int:
@@ -538,7 +485,7 @@ async def run_load(
         "--log-level",
         "warning",
     ]
-    with running_exporter(args, log_dir) as exporter:
+    with exporter_process(args, log_dir) as exporter:
         # Warm up: one measurement of each signal, then count from a clean slate.
         async with httpx.AsyncClient(timeout=30, headers={SCRAPE_TIMEOUT_HEADER: "20"}) as client:
             warm = page_state((await client.get(exporter.url + "/metrics")).content)

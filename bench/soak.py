@@ -40,10 +40,10 @@ from bench.load import (
     open_fds,
     page_state,
     rss_bytes,
-    running_exporter,
 )
 from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
 from registry.values import SIGNALS
+from tests.process import exporter_process
 
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
 FAULTS = ("postgres_stop", "redis_pause", "table_lock", "postgres_kill")
@@ -273,7 +273,7 @@ async def soak(args: argparse.Namespace, postgres: LocalPostgres, redis_server: 
         "--log-level",
         "warning",
     ]
-    with running_exporter(exporter_args, postgres.base) as exporter:
+    with exporter_process(exporter_args, postgres.base) as exporter:
         runner = Soak(postgres, redis_server, admin_url, database, result)
         await runner.run(
             exporter.url,

@@ -39,7 +39,7 @@ class ContainerPostgres:
         if self.created:
             docker("start", self.name)
         else:
-            options = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"} | self.settings
+            options = {"fsync": "off", "full_page_writes": "off"} | self.settings
             command = [
                 "run",
                 "-d",
