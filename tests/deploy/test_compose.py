@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from exporter.app import SCRAPE_TIMEOUT_MARGIN
+from exporter.endpoint import SCRAPE_TIMEOUT_MARGIN
 from exporter.localservers import postgres_bindir
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
 from registry import SIGNALS

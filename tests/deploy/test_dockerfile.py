@@ -16,9 +16,10 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from exporter.app import ProxyBarrier, create_app
+from exporter.app import create_app
 from exporter.cli import build_parser
 from exporter.localservers import free_port
+from exporter.middleware import ProxyBarrier
 from exporter.settings import DEFAULT_PORT
 from registry import VERSION
 from tests.process import exporter_process

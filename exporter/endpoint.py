@@ -1,0 +1,76 @@
+"""/metrics: a plain ASGI handler in front of the router."""
+
+from __future__ import annotations
+
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from exporter.render import CONTENT_TYPE
+from exporter.scrape import Exporter
+
+SCRAPE_TIMEOUT_HEADER = "x-prometheus-scrape-timeout-seconds"
+# Answer this much before Prometheus gives up on the scrape.
+SCRAPE_TIMEOUT_MARGIN = 0.5
+
+
+def scrape_wait(raw: bytes | None, deadline: float) -> float | None:
+    """How long a scrape may wait, from Prometheus' scrape timeout header."""
+    if raw is None:
+        return None
+    try:
+        timeout = float(raw)
+    except ValueError:
+        return None
+    if not timeout > 0:
+        return None
+    return min(max(timeout - SCRAPE_TIMEOUT_MARGIN, 0.05), deadline + 0.5)
+
+
+def accepts_gzip(raw: bytes | None) -> bool:
+    for coding in (raw or b"").decode("latin-1").split(","):
+        name, _, params = coding.strip().partition(";")
+        if name.strip().lower() == "gzip" and params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000"):
+            return True
+    return False
+
+
+class MetricsEndpoint:
+    """/metrics as a plain ASGI handler in front of the router: a cached page
+    is sent without a routing, request or response object on the way."""
+
+    PATH = "/metrics"
+    COMMON_HEADERS = (
+        (b"content-type", CONTENT_TYPE.encode("latin-1")),
+        (b"vary", b"Accept-Encoding"),
+        (b"cache-control", b"no-store"),
+    )
+
+    def __init__(self, app: ASGIApp, exporter: Exporter) -> None:
+        self.app = app
+        self.exporter = exporter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.PATH:
+            await self.app(scope, receive, send)
+            return
+        method = scope["method"]
+        if method not in ("GET", "HEAD"):
+            await PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "GET, HEAD"})(scope, receive, send)
+            return
+        wanted = {SCRAPE_TIMEOUT_HEADER.encode(): None, b"accept-encoding": None}
+        for name, value in scope["headers"]:
+            lowered = name.lower()
+            if lowered in wanted:
+                wanted[lowered] = value
+        body = self.exporter.cached_body() or await self.exporter.scrape(
+            scrape_wait(wanted[SCRAPE_TIMEOUT_HEADER.encode()], self.exporter.deadline)
+        )
+        headers = list(self.COMMON_HEADERS)
+        if accepts_gzip(wanted[b"accept-encoding"]):
+            payload = body.gzipped
+            headers.append((b"content-encoding", b"gzip"))
+        else:
+            payload = body.raw
+        headers.append((b"content-length", str(len(payload)).encode("latin-1")))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload if method == "GET" else b""})

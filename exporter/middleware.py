@@ -1,0 +1,38 @@
+"""ASGI middleware around the app: the proxy barrier and the configured extra headers."""
+
+from __future__ import annotations
+
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+PROXY_HEADERS = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
+
+
+class ProxyBarrier:
+    """404 for any request that came through a proxy: the metrics are for the
+    scraper on the private network only. Header names arrive lower-cased."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and any(name.lower() in PROXY_HEADERS for name, _ in scope["headers"]):
+            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class ExtraHeaders:
+    """Adds the web configuration's http_server_config.headers to every response."""
+
+    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
+        self.app = app
+        self.headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.headers]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
