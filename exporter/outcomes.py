@@ -70,6 +70,10 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         return Failure("redis_error", str(exc))
     if isinstance(exc, socket.gaierror):
         return Failure("connection_error", f"cannot resolve the host: {exc.strerror}")
+    if isinstance(exc, asyncpg.exceptions.InternalClientError):
+        # A connection the server dropped mid-conversation (a crash, a kill)
+        # can be left in a protocol state asyncpg refuses to use; it is replaced.
+        return Failure("connection_error", f"connection in an unusable state: {exc}")
     if isinstance(exc, asyncpg.InterfaceError | redis.exceptions.ConnectionError | OSError | EOFError):
         return Failure("connection_error", f"{type(exc).__name__}: {exc}")
     if isinstance(exc, redis.exceptions.RedisError):
