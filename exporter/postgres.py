@@ -8,11 +8,10 @@ before the next one. The batch statements are prepared deliberately (named) on
 their lane and reused on every refresh: PostgreSQL plans each one once per
 connection, and a many-table statement costs far more to plan than to run.
 
-Each lane owns a contiguous range of the tenants, so a backend only ever opens
-(and keeps in its catalog caches) its share of the tenant tables, and its share
-of the prepared plans. Batch boundaries follow the slugs themselves (a hash of
-each slug), not positions, so a tenant added or removed changes one batch
-statement, not every batch after it.
+Each lane owns a contiguous range of each signal's tenants (each signal
+starting on its own lane), so a backend only ever opens (and keeps in its
+catalog caches) its share of the tenant tables, and its share of the prepared
+plans. How the tenants are cut into batches: exporter/batches.py.
 """
 
 from __future__ import annotations
@@ -20,12 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
 
+from exporter.batches import BatchProgress, tenant_batches
 from exporter.sql import tenant_schema
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -63,26 +62,6 @@ def session_settings(settings: PostgresSettings) -> dict[str, str]:
     }
 
 
-def tenant_batches(slugs: Sequence[str], size: int) -> list[list[str]]:
-    """Slugs (in order) cut into batches of at most `size`.
-
-    A batch ends after a slug whose hash is 0 modulo `size`, or when full: the
-    boundaries depend on the slugs around them, not on their positions, so a
-    tenant added or removed changes (and re-plans) its own batch and rarely
-    more. Batches average ~0.63 x size.
-    """
-    batches: list[list[str]] = []
-    current: list[str] = []
-    for slug in slugs:
-        current.append(slug)
-        if len(current) >= size or zlib.crc32(slug.encode("utf-8")) % size == 0:
-            batches.append(current)
-            current = []
-    if current:
-        batches.append(current)
-    return batches
-
-
 class _Lane:
     """One connection, its prepared batch statements, and the lock that serialises its use."""
 
@@ -104,30 +83,6 @@ class _Lane:
             self.idle_timer.cancel()
             self.idle_timer = None
         return connection
-
-
-class _Progress:
-    """Logs how far a pass over the tenants got, once a second after the first."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.started = clock()
-        self.next_report = self.started + 1.0
-        self.batches = 0
-
-    def done(self, signal: str, total: int) -> None:
-        self.batches += 1
-        now = self.clock()
-        if now >= self.next_report and self.batches < total:
-            self.next_report = now + 1.0
-            log.info(
-                "signal %s: %d of %d batches read after %.1f s",
-                signal,
-                self.batches,
-                total,
-                now - self.started,
-                extra={"signal": signal, "duration_ms": round((now - self.started) * 1000, 1)},
-            )
 
 
 class Postgres:
@@ -294,7 +249,7 @@ class Postgres:
         offset = self._signal_lanes.setdefault(signal, len(self._signal_lanes))
         lanes = [self._lanes[(i + offset) % len(self._lanes)] for i in range(min(len(self._lanes), len(statements)))]
         rows: list[asyncpg.Record] = []
-        progress = _Progress(asyncio.get_running_loop().time)
+        progress = BatchProgress(asyncio.get_running_loop().time)
 
         async def run(lane: _Lane, sqls: Sequence[str]) -> None:
             used: set[str] = set()
