@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +25,18 @@ def pg_server() -> Iterator[PostgresServer]:
 def redis() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def module_platform(pg_server: PostgresServer) -> Platform:
+    """One database with one tenant ("acme"), shared by a module's tests of a running process."""
+
+    async def build() -> Platform:
+        platform = await create_platform(pg_server)
+        await platform.add_tenant("acme")
+        return platform
+
+    return asyncio.run(build())
 
 
 @pytest.fixture

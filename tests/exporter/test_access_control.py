@@ -12,19 +12,11 @@ import httpx
 import pytest
 import trustme
 
-from tests.platform import Platform, create_platform
+from tests.platform import Platform
 from tests.process import ExporterProcess, exporter_process
 from tests.scrapes import parse
-from tests.servers import PostgresServer
 
 PASSWORD = "scrape-pass-7f1"
-
-
-@pytest.fixture(scope="module")
-def module_platform(pg_server: PostgresServer) -> Platform:
-    import asyncio
-
-    return asyncio.run(create_platform(pg_server))
 
 
 @pytest.fixture(scope="module")

@@ -9,22 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.platform import Platform, create_platform
+from tests.platform import Platform
 from tests.process import ExporterProcess, exporter_process
 from tests.scrapes import parse
-from tests.servers import PostgresServer
-
-
-@pytest.fixture(scope="module")
-def module_platform(pg_server: PostgresServer) -> Platform:
-    import asyncio
-
-    async def build() -> Platform:
-        platform = await create_platform(pg_server)
-        await platform.add_tenant("acme")
-        return platform
-
-    return asyncio.run(build())
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ that refuses the password is named in the log, the password never is."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 from collections.abc import Iterator
@@ -13,25 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.platform import EXPORTER_PASSWORD, Platform, create_platform
+from tests.platform import EXPORTER_PASSWORD, Platform
 from tests.process import ExporterProcess, exporter_process
 from tests.scrapes import parse
-from tests.servers import PostgresServer
 
 SCRAPE_TIMEOUT = 3.0
 HEADERS = {"X-Prometheus-Scrape-Timeout-Seconds": f"{SCRAPE_TIMEOUT:g}"}
 # Well past the server's keep-alive timeout (15 s in exporter/server.py): a slow client must be cut by then.
 SLOW_CLIENT_PATIENCE = 25.0
-
-
-@pytest.fixture(scope="module")
-def module_platform(pg_server: PostgresServer) -> Platform:
-    async def build() -> Platform:
-        platform = await create_platform(pg_server)
-        await platform.add_tenant("acme")
-        return platform
-
-    return asyncio.run(build())
 
 
 @pytest.fixture(scope="module")
