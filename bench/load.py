@@ -38,7 +38,8 @@ import httpx
 import redis.asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.demo import EXPORTER_ROLE, load_contract
+from bench.create_tenants import create_database
+from exporter.demo import EXPORTER_ROLE
 from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
 from registry.values import ORIGIN_GROUPS, SIGNALS, STREAM_GROUPS
 from tests.process import exporter_process
@@ -66,13 +67,7 @@ def slug(number: int) -> str:
 
 async def create_bench_database(server: LocalPostgres, name: str, statements: bool = False) -> str:
     """A fresh database with the contract, the exporter role and its password; its admin URL."""
-    connection = await asyncpg.connect(server.url())
-    try:
-        await connection.execute(f"CREATE DATABASE {name}")
-    finally:
-        await connection.close()
-    url = server.url(database=name)
-    await load_contract(url, demo_data=False, exporter_password=EXPORTER_PASSWORD)
+    url = await create_database(server, name, EXPORTER_PASSWORD)
     if statements:
         connection = await asyncpg.connect(url)
         try:

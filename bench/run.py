@@ -52,12 +52,13 @@ from typing import Any
 import asyncpg
 
 from bench.create_tenants import create_database, create_tenants, expected_totals
-from exporter.localservers import LocalPostgres, free_port, start_postgres, wait_for_port
+from exporter.localservers import LocalPostgres, free_port, start_postgres
 from exporter.postgres import ACTIVE_TENANTS_SQL, Postgres
 from exporter.scrape import Exporter
 from exporter.settings import load
 from exporter.signals import dlq, preservation
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
+from tests.process import running_process
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -406,21 +407,11 @@ async def measure_naive(url: str, runs: int, cap: float) -> NaiveFigures:
 
 @contextlib.contextmanager
 def serve(command: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed below, after the process
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=log)
-    try:
-        if not wait_for_port(port, 30, process):
-            log.seek(0)
-            raise RuntimeError(f"{command[:4]} did not start: {log.read()[-2000:].decode(errors='replace')}")
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        running_process(command, port, Path(folder) / "serve.log", cwd=ROOT) as running,
+    ):
+        yield running.process
 
 
 def exporter_command(url: str, port: int, ttl: float) -> list[str]:

@@ -17,10 +17,10 @@ import redis
 
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import Service, active_alerts, alertmanager, prometheus, query, wait_for
+from tests.e2e.stack import active_alerts, alertmanager, prometheus, query, wait_for
 from tests.grafana.test_dashboard import panel_exprs, substitute
 from tests.platform import Platform, create_platform
-from tests.process import ExporterProcess, exporter_process
+from tests.process import RunningProcess, exporter_process
 from tests.servers import PostgresServer, RedisServer
 from tests.tools import tool
 
@@ -70,7 +70,7 @@ def load_problems(platform: Platform, redis_url: str) -> None:
         client.close()
 
 
-def alert_states(am: Service) -> dict[tuple[str, str], dict[str, Any]]:
+def alert_states(am: RunningProcess) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (alert["labels"]["alertname"], alert["labels"].get("signal", "")): alert["status"]
         for alert in active_alerts(am)
@@ -78,14 +78,14 @@ def alert_states(am: Service) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def names(am: Service, state: str = "active") -> set[str]:
+def names(am: RunningProcess, state: str = "active") -> set[str]:
     return {name for (name, _), status in alert_states(am).items() if status["state"] == state}
 
 
 @pytest.fixture
 def stack(
     pg_server: PostgresServer, redis: RedisServer, tmp_path: Path
-) -> Iterator[tuple[Platform, ExporterProcess, Service, Service]]:
+) -> Iterator[tuple[Platform, RunningProcess, RunningProcess, RunningProcess]]:
     import asyncio
 
     platform = asyncio.run(create_platform(pg_server))
@@ -102,7 +102,9 @@ def stack(
         yield platform, exporter, prom, am
 
 
-def test_alerts_fire_are_inhibited_and_resolve(stack: tuple[Platform, ExporterProcess, Service, Service]) -> None:
+def test_alerts_fire_are_inhibited_and_resolve(
+    stack: tuple[Platform, RunningProcess, RunningProcess, RunningProcess],
+) -> None:
     import asyncio
 
     platform, exporter, prom, am = stack

@@ -13,7 +13,7 @@ import pytest
 import trustme
 
 from tests.platform import Platform
-from tests.process import ExporterProcess, exporter_process
+from tests.process import RunningProcess, exporter_process
 from tests.scrapes import parse
 
 PASSWORD = "scrape-pass-7f1"
@@ -61,7 +61,7 @@ def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
 @pytest.fixture(scope="module")
 def tls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ExporterProcess]:
+) -> Iterator[RunningProcess]:
     folder = pki[1]
     args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, False))]
     ready: dict[str, object] = {"verify": _client_context(folder, None)}
@@ -72,7 +72,7 @@ def tls_exporter(
 @pytest.fixture(scope="module")
 def mtls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ExporterProcess]:
+) -> Iterator[RunningProcess]:
     folder = pki[1]
     args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, True))]
     ready: dict[str, object] = {"verify": _client_context(folder, "client.pem")}
@@ -80,11 +80,11 @@ def mtls_exporter(
         yield process
 
 
-def _https(process: ExporterProcess) -> str:
+def _https(process: RunningProcess) -> str:
     return f"https://127.0.0.1:{process.port}"
 
 
-def test_tls_with_right_credentials(tls_exporter: ExporterProcess, pki: tuple[trustme.CA, Path]) -> None:
+def test_tls_with_right_credentials(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:
     response = httpx.get(
         _https(tls_exporter) + "/metrics", verify=_client_context(pki[1], None), auth=("prometheus", PASSWORD)
     )
@@ -94,7 +94,7 @@ def test_tls_with_right_credentials(tls_exporter: ExporterProcess, pki: tuple[tr
 
 @pytest.mark.parametrize("auth", [None, ("prometheus", "wrong"), ("nobody", PASSWORD), ("prometheus", "")])
 def test_basic_auth_refuses(
-    tls_exporter: ExporterProcess, pki: tuple[trustme.CA, Path], auth: tuple[str, str] | None
+    tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path], auth: tuple[str, str] | None
 ) -> None:
     response = httpx.get(_https(tls_exporter) + "/metrics", verify=_client_context(pki[1], None), auth=auth)
     assert response.status_code == 401
@@ -102,17 +102,17 @@ def test_basic_auth_refuses(
     assert b"orpycamcp_" not in response.content
 
 
-def test_plain_http_is_not_served_on_the_tls_port(tls_exporter: ExporterProcess) -> None:
+def test_plain_http_is_not_served_on_the_tls_port(tls_exporter: RunningProcess) -> None:
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"http://127.0.0.1:{tls_exporter.port}/metrics", auth=("prometheus", PASSWORD))
 
 
-def test_untrusted_server_certificate_is_refused_by_clients(tls_exporter: ExporterProcess) -> None:
+def test_untrusted_server_certificate_is_refused_by_clients(tls_exporter: RunningProcess) -> None:
     with pytest.raises(httpx.ConnectError):
         httpx.get(_https(tls_exporter) + "/metrics", verify=ssl.create_default_context())
 
 
-def test_proxy_barrier_holds_under_auth(tls_exporter: ExporterProcess, pki: tuple[trustme.CA, Path]) -> None:
+def test_proxy_barrier_holds_under_auth(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:
     response = httpx.get(
         _https(tls_exporter) + "/metrics",
         verify=_client_context(pki[1], None),
@@ -123,7 +123,7 @@ def test_proxy_barrier_holds_under_auth(tls_exporter: ExporterProcess, pki: tupl
 
 
 def test_mutual_tls_accepts_a_client_certificate_of_the_ca(
-    mtls_exporter: ExporterProcess, pki: tuple[trustme.CA, Path]
+    mtls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]
 ) -> None:
     response = httpx.get(
         _https(mtls_exporter) + "/metrics", verify=_client_context(pki[1], "client.pem"), auth=("prometheus", PASSWORD)
@@ -133,7 +133,7 @@ def test_mutual_tls_accepts_a_client_certificate_of_the_ca(
 
 @pytest.mark.parametrize("cert", [None, "intruder.pem"])
 def test_mutual_tls_refuses_without_or_with_a_foreign_certificate(
-    mtls_exporter: ExporterProcess, pki: tuple[trustme.CA, Path], cert: str | None
+    mtls_exporter: RunningProcess, pki: tuple[trustme.CA, Path], cert: str | None
 ) -> None:
     with pytest.raises(httpx.HTTPError):
         httpx.get(

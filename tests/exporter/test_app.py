@@ -10,17 +10,17 @@ import httpx
 import pytest
 
 from tests.platform import Platform
-from tests.process import ExporterProcess, exporter_process
+from tests.process import RunningProcess, exporter_process
 from tests.scrapes import parse
 
 
 @pytest.fixture(scope="module")
-def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExporterProcess]:
+def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProcess]:
     with exporter_process(["--database-url", module_platform.exporter_url], tmp_path_factory.mktemp("app")) as process:
         yield process
 
 
-def test_metrics_content_type_and_body(running: ExporterProcess) -> None:
+def test_metrics_content_type_and_body(running: RunningProcess) -> None:
     response = httpx.get(running.url + "/metrics", headers={"Accept-Encoding": "identity"})
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -30,7 +30,7 @@ def test_metrics_content_type_and_body(running: ExporterProcess) -> None:
     assert page.get("orpycamcp_exporter_build_info", version="0.1.0") == 1
 
 
-def test_gzip_when_accepted(running: ExporterProcess) -> None:
+def test_gzip_when_accepted(running: RunningProcess) -> None:
     plain = httpx.get(running.url + "/metrics", headers={"Accept-Encoding": "identity"})
     raw = httpx.get(running.url + "/metrics", headers={"Accept-Encoding": "gzip"}, follow_redirects=False)
     assert raw.headers["content-encoding"] == "gzip"
@@ -42,12 +42,12 @@ def test_gzip_when_accepted(running: ExporterProcess) -> None:
     assert gzip.decompress(compressed) == plain.content
 
 
-def test_gzip_refused_with_q_zero(running: ExporterProcess) -> None:
+def test_gzip_refused_with_q_zero(running: RunningProcess) -> None:
     response = httpx.get(running.url + "/metrics", headers={"Accept-Encoding": "gzip;q=0"})
     assert "content-encoding" not in response.headers
 
 
-def test_head_has_headers_and_no_body(running: ExporterProcess) -> None:
+def test_head_has_headers_and_no_body(running: RunningProcess) -> None:
     response = httpx.head(running.url + "/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -65,17 +65,17 @@ def test_head_has_headers_and_no_body(running: ExporterProcess) -> None:
         {"X-Real-Ip": "10.0.0.1"},
     ],
 )
-def test_proxy_headers_get_404_on_every_path(running: ExporterProcess, path: str, headers: dict[str, str]) -> None:
+def test_proxy_headers_get_404_on_every_path(running: RunningProcess, path: str, headers: dict[str, str]) -> None:
     response = httpx.get(running.url + path, headers=headers)
     assert response.status_code == 404
 
 
-def test_repeated_proxy_header_gets_404(running: ExporterProcess) -> None:
+def test_repeated_proxy_header_gets_404(running: RunningProcess) -> None:
     response = httpx.get(running.url + "/metrics", headers=[("X-Forwarded-For", "a"), ("X-Forwarded-For", "b")])
     assert response.status_code == 404
 
 
-def test_health_endpoints_and_landing_page(running: ExporterProcess) -> None:
+def test_health_endpoints_and_landing_page(running: RunningProcess) -> None:
     assert httpx.get(running.url + "/-/healthy").status_code == 200
     assert httpx.get(running.url + "/-/ready").status_code == 200
     landing = httpx.get(running.url + "/")
@@ -83,7 +83,7 @@ def test_health_endpoints_and_landing_page(running: ExporterProcess) -> None:
     assert 'href="/metrics"' in landing.text
 
 
-def test_unknown_path_and_methods(running: ExporterProcess) -> None:
+def test_unknown_path_and_methods(running: RunningProcess) -> None:
     assert httpx.get(running.url + "/metricz").status_code == 404
     for method in ("POST", "PUT", "DELETE", "PATCH"):
         response = httpx.request(method, running.url + "/metrics")
@@ -91,7 +91,7 @@ def test_unknown_path_and_methods(running: ExporterProcess) -> None:
         assert "GET" in response.headers["allow"]
 
 
-def test_query_string_is_ignored(running: ExporterProcess) -> None:
+def test_query_string_is_ignored(running: RunningProcess) -> None:
     assert httpx.get(running.url + "/metrics?name[]=x&debug=1").status_code == 200
 
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.platform import EXPORTER_PASSWORD, Platform
-from tests.process import ExporterProcess, exporter_process
+from tests.process import RunningProcess, exporter_process
 from tests.scrapes import parse
 
 SCRAPE_TIMEOUT = 3.0
@@ -23,7 +23,7 @@ SLOW_CLIENT_PATIENCE = 25.0
 
 
 @pytest.fixture(scope="module")
-def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExporterProcess]:
+def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProcess]:
     args = ["--database-url", module_platform.exporter_url, "--ttl", "2", "--deadline", "1"]
     with exporter_process(args, tmp_path_factory.mktemp("hardening")) as process:
         yield process
@@ -52,14 +52,14 @@ def assert_refused(answer: bytes) -> None:
         assert 400 <= status < 500, f"an oversized request got {answer.splitlines()[0]!r}"
 
 
-def assert_still_serving(running: ExporterProcess) -> None:
+def assert_still_serving(running: RunningProcess) -> None:
     response = httpx.get(running.url + "/metrics", headers=HEADERS, timeout=SCRAPE_TIMEOUT)
     assert response.status_code == 200
     assert parse(response.content).measured("dlq") == 1
 
 
 @pytest.mark.parametrize("size", [16 * 1024, 1024 * 1024], ids=["16KiB", "1MiB"])
-def test_an_oversized_request_line_is_refused(running: ExporterProcess, size: int) -> None:
+def test_an_oversized_request_line_is_refused(running: RunningProcess, size: int) -> None:
     request = b"GET /metrics?" + b"a" * size + b" HTTP/1.1\r\nHost: exporter\r\n\r\n"
     assert_refused(raw_exchange(running.port, request))
     assert_still_serving(running)
@@ -68,7 +68,7 @@ def test_an_oversized_request_line_is_refused(running: ExporterProcess, size: in
 @pytest.mark.parametrize(
     ("count", "size"), [(1, 64 * 1024), (1, 1024 * 1024), (2000, 100)], ids=["one-64KiB", "one-1MiB", "2000-small"]
 )
-def test_oversized_headers_are_refused(running: ExporterProcess, count: int, size: int) -> None:
+def test_oversized_headers_are_refused(running: RunningProcess, count: int, size: int) -> None:
     headers = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"h" * size) for i in range(count))
     request = b"GET /metrics HTTP/1.1\r\nHost: exporter\r\n" + headers + b"\r\n"
     assert_refused(raw_exchange(running.port, request))
@@ -76,14 +76,14 @@ def test_oversized_headers_are_refused(running: ExporterProcess, count: int, siz
 
 
 @pytest.mark.parametrize("query", ["?%00=%ZZ&;;&debug", "?signals=dlq&ttl=0", "?" + "x=1&" * 500])
-def test_query_strings_change_nothing(running: ExporterProcess, query: str) -> None:
+def test_query_strings_change_nothing(running: RunningProcess, query: str) -> None:
     plain = httpx.get(running.url + "/metrics", headers=HEADERS, timeout=SCRAPE_TIMEOUT)
     queried = httpx.get(running.url + "/metrics" + query, headers=HEADERS, timeout=SCRAPE_TIMEOUT)
     assert queried.status_code == 200
     assert set(parse(queried.content).values) == set(parse(plain.content).values)
 
 
-def test_slow_clients_are_cut(running: ExporterProcess) -> None:
+def test_slow_clients_are_cut(running: RunningProcess) -> None:
     """Slowloris: a client that sends half a request line, and one that sends nothing,
     must not hold a connection for ever."""
     half = socket.create_connection(("127.0.0.1", running.port))
