@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 import redis.asyncio
 
 from exporter.localservers import LocalPostgres, free_port, start_postgres
+from exporter.scrape import Exporter
 from tests.faults.kit import (
     DEADLINE,
     LAST_SUCCESS,
@@ -227,15 +229,27 @@ async def test_both_tenant_tables_locked_leave_audit_chain_measured(
 # --- 5. A network stall between the exporter and PostgreSQL -------------------------------------------------------
 
 
-async def test_a_stalled_network_is_cut_at_the_deadline_and_recovers(
-    platform: Platform, streams_redis: RedisServer, caplog: pytest.LogCaptureFixture
-) -> None:
-    capture(caplog)
+@pytest.fixture
+async def stalled(platform: Platform, streams_redis: RedisServer) -> AsyncIterator[tuple[StallProxy, Exporter]]:
+    """An exporter that reaches PostgreSQL through a TCP proxy the test can stall."""
     await seeded(platform, "acme")
     proxy = StallProxy(platform.server.port)
     await proxy.start()
     proxied = platform.exporter_url.replace(f":{platform.server.port}/", f":{proxy.port}/")
     exporter = make_exporter(proxied, streams_redis.url, **OPTIONS)
+    try:
+        yield proxy, exporter
+    finally:
+        proxy.resume()
+        await exporter.close()
+        await proxy.close()
+
+
+async def test_a_stalled_network_is_cut_at_the_deadline_and_recovers(
+    platform: Platform, stalled: tuple[StallProxy, Exporter], caplog: pytest.LogCaptureFixture
+) -> None:
+    capture(caplog)
+    proxy, exporter = stalled
 
     async def inject() -> None:
         proxy.stall()
@@ -243,25 +257,16 @@ async def test_a_stalled_network_is_cut_at_the_deadline_and_recovers(
     async def clear() -> None:
         proxy.resume()
 
-    try:
-        await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear)
-        assert reasons(caplog) == {"timeout"}
-    finally:
-        proxy.resume()
-        await exporter.close()
-        await proxy.close()
+    await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear)
+    assert reasons(caplog) == {"timeout"}
 
 
 async def test_a_connection_attempt_into_a_stall_is_cut_at_the_deadline(
-    platform: Platform, streams_redis: RedisServer, caplog: pytest.LogCaptureFixture
+    platform: Platform, stalled: tuple[StallProxy, Exporter], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Stalled before the first connection: the handshake itself hangs."""
     capture(caplog)
-    await seeded(platform, "acme")
-    proxy = StallProxy(platform.server.port)
-    await proxy.start()
-    proxied = platform.exporter_url.replace(f":{platform.server.port}/", f":{proxy.port}/")
-    exporter = make_exporter(proxied, streams_redis.url, **OPTIONS)
+    proxy, exporter = stalled
 
     async def inject() -> None:
         proxy.stall()
@@ -269,16 +274,11 @@ async def test_a_connection_attempt_into_a_stall_is_cut_at_the_deadline(
     async def clear() -> None:
         proxy.resume()
 
-    try:
-        await inject()
-        run = await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear, warm=False)
-        assert_page(run.before, POSTGRES_SIGNALS, kept=dict.fromkeys(POSTGRES_SIGNALS))
-        assert proxy.accepted >= 1
-        assert reasons(caplog) == {"timeout"}
-    finally:
-        proxy.resume()
-        await exporter.close()
-        await proxy.close()
+    await inject()
+    run = await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear, warm=False)
+    assert_page(run.before, POSTGRES_SIGNALS, kept=dict.fromkeys(POSTGRES_SIGNALS))
+    assert proxy.accepted >= 1
+    assert reasons(caplog) == {"timeout"}
 
 
 # --- 6. too many clients ------------------------------------------------------------------------------------------
