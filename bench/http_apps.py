@@ -1,5 +1,5 @@
 """The reference HTTP apps for the cached-scrape benchmark, served by uvicorn
-with exactly the exporter's settings (exporter.server.uvicorn_config):
+with exactly the exporter's settings (exporter.http.server.uvicorn_config):
 
 - constant: the same page bytes (and their gzip form, made once) from a bare
   ASGI app: the HTTP floor, what uvicorn itself costs per request;
@@ -23,11 +23,11 @@ from prometheus_client import CollectorRegistry, make_asgi_app
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from exporter.render import CONTENT_TYPE
-from exporter.scrape import Exporter
-from exporter.server import uvicorn_config
+from exporter.exposition.text import CONTENT_TYPE
+from exporter.http.server import uvicorn_config
+from exporter.http.webconfig import WebConfig
+from exporter.service import build_exporter
 from exporter.settings import load
-from exporter.webconfig import WebConfig
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -95,7 +95,7 @@ def main() -> None:
     settings = load(
         {"database_url": "postgresql://unused@127.0.0.1:1/unused", "listen_address": f"127.0.0.1:{port}"}, {}
     )
-    config = uvicorn_config(settings, Exporter.from_settings(settings), WebConfig())
+    config = uvicorn_config(settings, build_exporter(settings), WebConfig())
     config.app = app
     uvicorn.Server(config).run()
 

@@ -38,11 +38,11 @@ import httpx
 import redis.asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.create_tenants import create_database
-from exporter.demo import EXPORTER_ROLE
-from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.process import exporter_process
+from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.tenants import create_database
+from exporter.tools.demo import EXPORTER_ROLE
 from registry.values import ORIGIN_GROUPS, SIGNALS, STREAM_GROUPS
-from tests.process import exporter_process
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -3,7 +3,7 @@
 For each tenant count (tenants are added cumulatively to one throwaway stock
 PostgreSQL server):
 
-- exporter: `runs` fresh exporters (exporter.scrape.Exporter.from_settings over
+- exporter: `runs` fresh exporters (exporter.service.build_exporter over
   exporter.settings.load, defaults); each does a first refresh (new connections:
   cold backends) then `steady` refreshes; per-signal durations come from the
   signal caches; statements and prepares per refresh from the Postgres client;
@@ -51,14 +51,15 @@ from typing import Any
 
 import asyncpg
 
-from bench.create_tenants import create_database, create_tenants, expected_totals
-from exporter.localservers import LocalPostgres, free_port, start_postgres
-from exporter.postgres import ACTIVE_TENANTS_SQL, Postgres
+from devkit.process import running_process
+from devkit.servers import LocalPostgres, free_port, start_postgres
+from devkit.tenants import create_database, create_tenants, expected_totals
 from exporter.scrape import Exporter
+from exporter.service import build_exporter
 from exporter.settings import load
 from exporter.signals import dlq, preservation
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
-from tests.process import running_process
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -226,7 +227,7 @@ async def measure_exporter(url: str, admin_url: str, tenants: int, runs: int, st
     correct: bool | None = None  # checked on the first complete refresh
     want_pending, want_exhausted = expected_series(tenants)
     for run in range(runs):
-        exporter = Exporter.from_settings(load({"database_url": url, "signals": SIGNALS}, {}))
+        exporter = build_exporter(load({"database_url": url, "signals": SIGNALS}, {}))
         postgres = exporter.sources.postgres
         assert isinstance(postgres, Postgres)
         for cache in exporter.caches.values():
@@ -503,7 +504,7 @@ def measure_http(url: str, seconds: int) -> tuple[list[HttpFigures], int, float]
 
 async def check_idle_close(url: str, admin_url: str) -> IdleCheck:
     ttl = 2.0
-    exporter = Exporter.from_settings(load({"database_url": url, "signals": SIGNALS, "ttl": ttl, "deadline": 1.5}, {}))
+    exporter = build_exporter(load({"database_url": url, "signals": SIGNALS, "ttl": ttl, "deadline": 1.5}, {}))
     try:
         await exporter.scrape()
         after_scrape = await session_count(admin_url, EXPORTER_APP)

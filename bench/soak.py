@@ -41,9 +41,9 @@ from bench.load import (
     page_state,
     rss_bytes,
 )
-from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.process import exporter_process
+from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
 from registry.values import SIGNALS
-from tests.process import exporter_process
 
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
 FAULTS = ("postgres_stop", "redis_pause", "table_lock", "postgres_kill")

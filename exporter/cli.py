@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from exporter import logs
 from exporter.errors import ConfigError
+from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.settings import OPTIONS, Settings, load
-from exporter.tables import metrics_table
-from exporter.webconfig import WebConfig, load_web_config
+from exporter.tools.reference import metrics_table
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "demo":
-            from exporter.demo import run_demo
+            from exporter.tools.demo import run_demo
 
             return run_demo(values)
         settings = load(values, os.environ)
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"configuration valid: signals {','.join(settings.signals)} on {address}")
         return 0
     if args.command == "diagnose":
-        from exporter.diagnose import diagnose
+        from exporter.tools.diagnose import diagnose
 
         logs.configure(settings.log_format, "error")
         return asyncio.run(diagnose(settings, print))
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(settings: Settings, web: WebConfig) -> int:
-    from exporter.server import serve
+    from exporter.http.server import serve
 
     logs.configure(settings.log_format, settings.log_level)
     return serve(settings, web)

@@ -1,12 +1,44 @@
 """Typed errors. Each carries its context and builds its own message.
 
 A MeasurementError makes its signal unmeasured for one TTL; the mapping from
-any exception to that outcome lives in exporter.outcomes.
+any exception to that outcome lives in exporter.outcomes. Every reason a
+signal can be unmeasured for is a member of `Reason`: the logs, `diagnose`'s
+hints and the runbook all key on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Why a signal is unmeasured: stable words for logs, hints and the runbook."""
+
+    # The data or the registry
+    UNREGISTERED_FAMILY = "unregistered_family"
+    UNREGISTERED_VALUE = "unregistered_value"
+    DUPLICATE_SAMPLE = "duplicate_sample"
+    INVALID_VALUE = "invalid_value"
+    CONTRACT_VIOLATION = "contract_violation"
+    INVALID_TENANT = "invalid_tenant"
+    NOT_CONFIGURED = "not_configured"
+    # Time
+    TIMEOUT = "timeout"
+    STATEMENT_TIMEOUT = "statement_timeout"
+    LOCK_TIMEOUT = "lock_timeout"
+    # PostgreSQL
+    MISSING_TABLE = "missing_table"
+    PERMISSION_DENIED = "permission_denied"
+    AUTHENTICATION_FAILED = "authentication_failed"
+    TOO_MANY_CONNECTIONS = "too_many_connections"
+    CONNECTION_ERROR = "connection_error"
+    SQL_ERROR = "sql_error"
+    # Redis
+    MISSING_GROUP = "missing_group"
+    REDIS_ERROR = "redis_error"
+    # A defect of the exporter itself
+    INTERNAL_ERROR = "internal_error"
 
 
 class ConfigError(Exception):
@@ -21,7 +53,7 @@ class ConfigError(Exception):
 class MeasurementError(Exception):
     """A signal could not be measured completely."""
 
-    reason = "measurement_error"
+    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
 
     def __init__(self, signal: str, detail: str) -> None:
         self.signal = signal
@@ -30,7 +62,7 @@ class MeasurementError(Exception):
 
 
 class UnregisteredFamily(MeasurementError):
-    reason = "unregistered_family"
+    reason = Reason.UNREGISTERED_FAMILY
 
     def __init__(self, signal: str, family: str) -> None:
         self.family = family
@@ -38,7 +70,7 @@ class UnregisteredFamily(MeasurementError):
 
 
 class UnregisteredLabelValue(MeasurementError):
-    reason = "unregistered_value"
+    reason = Reason.UNREGISTERED_VALUE
 
     def __init__(self, signal: str, family: str, labels: Sequence[str], values: Sequence[object]) -> None:
         self.family = family
@@ -49,7 +81,7 @@ class UnregisteredLabelValue(MeasurementError):
 
 
 class DuplicateSample(MeasurementError):
-    reason = "duplicate_sample"
+    reason = Reason.DUPLICATE_SAMPLE
 
     def __init__(self, signal: str, family: str, values: Sequence[str]) -> None:
         self.family = family
@@ -60,7 +92,7 @@ class DuplicateSample(MeasurementError):
 class InvalidValue(MeasurementError):
     """A value is not a finite, non-negative number where one is required."""
 
-    reason = "invalid_value"
+    reason = Reason.INVALID_VALUE
 
     def __init__(self, signal: str, family: str, value: object) -> None:
         self.family = family
@@ -71,7 +103,7 @@ class InvalidValue(MeasurementError):
 class ContractViolation(MeasurementError):
     """The data does not honour the contract (a NULL where NOT NULL, a bad id, ...)."""
 
-    reason = "contract_violation"
+    reason = Reason.CONTRACT_VIOLATION
 
     def __init__(self, signal: str, where: str, problem: str) -> None:
         self.where = where
@@ -82,7 +114,7 @@ class ContractViolation(MeasurementError):
 class InvalidTenantSlug(MeasurementError):
     """A tenant slug that cannot name a schema (too long once prefixed)."""
 
-    reason = "invalid_tenant"
+    reason = Reason.INVALID_TENANT
 
     def __init__(self, signal: str, problem: str) -> None:
         self.problem = problem
@@ -91,7 +123,7 @@ class InvalidTenantSlug(MeasurementError):
 
 
 class SourceNotConfigured(MeasurementError):
-    reason = "not_configured"
+    reason = Reason.NOT_CONFIGURED
 
     def __init__(self, signal: str, source: str) -> None:
         self.source = source

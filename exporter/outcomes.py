@@ -10,12 +10,12 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import MeasurementError
+from exporter.errors import MeasurementError, Reason
 from exporter.samples import Sample
 
 
 class Failure(NamedTuple):
-    reason: str
+    reason: Reason
     detail: str
 
 
@@ -34,19 +34,19 @@ class Outcome:
         return self.samples is not None
 
 
-_POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], str], ...] = (
-    (asyncpg.exceptions.QueryCanceledError, "statement_timeout"),
-    (asyncpg.exceptions.LockNotAvailableError, "lock_timeout"),
-    (asyncpg.exceptions.UndefinedTableError, "missing_table"),
-    (asyncpg.exceptions.InvalidSchemaNameError, "missing_table"),
-    (asyncpg.exceptions.InsufficientPrivilegeError, "permission_denied"),
-    (asyncpg.exceptions.InvalidAuthorizationSpecificationError, "authentication_failed"),
-    (asyncpg.exceptions.InvalidPasswordError, "authentication_failed"),
-    (asyncpg.exceptions.TooManyConnectionsError, "too_many_connections"),
-    (asyncpg.exceptions.CannotConnectNowError, "connection_error"),
-    (asyncpg.exceptions.PostgresConnectionError, "connection_error"),
-    (asyncpg.exceptions.AdminShutdownError, "connection_error"),
-    (asyncpg.exceptions.InvalidCatalogNameError, "connection_error"),
+_POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
+    (asyncpg.exceptions.QueryCanceledError, Reason.STATEMENT_TIMEOUT),
+    (asyncpg.exceptions.LockNotAvailableError, Reason.LOCK_TIMEOUT),
+    (asyncpg.exceptions.UndefinedTableError, Reason.MISSING_TABLE),
+    (asyncpg.exceptions.InvalidSchemaNameError, Reason.MISSING_TABLE),
+    (asyncpg.exceptions.InsufficientPrivilegeError, Reason.PERMISSION_DENIED),
+    (asyncpg.exceptions.InvalidAuthorizationSpecificationError, Reason.AUTHENTICATION_FAILED),
+    (asyncpg.exceptions.InvalidPasswordError, Reason.AUTHENTICATION_FAILED),
+    (asyncpg.exceptions.TooManyConnectionsError, Reason.TOO_MANY_CONNECTIONS),
+    (asyncpg.exceptions.CannotConnectNowError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.PostgresConnectionError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.AdminShutdownError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.InvalidCatalogNameError, Reason.CONNECTION_ERROR),
 )
 
 
@@ -58,24 +58,24 @@ def classify(exc: BaseException, deadline: float) -> Failure:
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
-        return Failure("timeout", f"not complete within the {deadline:g} s deadline")
+        return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")
     if isinstance(exc, asyncpg.PostgresError):
         for error_type, reason in _POSTGRES_REASONS:
             if isinstance(exc, error_type):
                 return Failure(reason, f"{exc.sqlstate}: {exc}")
-        return Failure("sql_error", f"{exc.sqlstate}: {exc}")
+        return Failure(Reason.SQL_ERROR, f"{exc.sqlstate}: {exc}")
     if isinstance(exc, redis.exceptions.ResponseError):
         if str(exc).startswith("NOGROUP"):
-            return Failure("missing_group", str(exc))
-        return Failure("redis_error", str(exc))
+            return Failure(Reason.MISSING_GROUP, str(exc))
+        return Failure(Reason.REDIS_ERROR, str(exc))
     if isinstance(exc, socket.gaierror):
-        return Failure("connection_error", f"cannot resolve the host: {exc.strerror}")
+        return Failure(Reason.CONNECTION_ERROR, f"cannot resolve the host: {exc.strerror}")
     if isinstance(exc, asyncpg.exceptions.InternalClientError):
         # A connection the server dropped mid-conversation (a crash, a kill)
         # can be left in a protocol state asyncpg refuses to use; it is replaced.
-        return Failure("connection_error", f"connection in an unusable state: {exc}")
+        return Failure(Reason.CONNECTION_ERROR, f"connection in an unusable state: {exc}")
     if isinstance(exc, asyncpg.InterfaceError | redis.exceptions.ConnectionError | OSError | EOFError):
-        return Failure("connection_error", f"{type(exc).__name__}: {exc}")
+        return Failure(Reason.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
     if isinstance(exc, redis.exceptions.RedisError):
-        return Failure("redis_error", f"{type(exc).__name__}: {exc}")
-    return Failure("internal_error", f"{type(exc).__name__}: {exc}")
+        return Failure(Reason.REDIS_ERROR, f"{type(exc).__name__}: {exc}")
+    return Failure(Reason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")

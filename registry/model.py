@@ -87,11 +87,6 @@ class Family:
                 if not isinstance(value, str) or not value:
                     raise RegistryError(self.name, f"label value {value!r} must be a non-empty string")
 
-    def values_of(self, label: str) -> frozenset[str]:
-        """The closed set of values one label may take."""
-        index = self.labels.index(label)
-        return frozenset(combination[index] for combination in self.combinations)
-
 
 def product(*value_sets: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """Every combination of the given closed value sets (a cross product)."""

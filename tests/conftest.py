@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from devkit.servers import PostgresServer, RedisServer, postgres_server, redis_server
 from tests.platform import Platform, create_platform
-from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 
 @pytest.fixture(scope="session")

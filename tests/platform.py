@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 
 import asyncpg
 
-from exporter.demo import EXPORTER_ROLE, sql_file
-from tests.servers import PostgresServer
+from devkit.servers import PostgresServer
+from exporter.contract import sql
+from exporter.tools.demo import EXPORTER_ROLE
 
 EXPORTER_PASSWORD = "exporter-secret-9f3"
 _database_numbers = itertools.count(1)
@@ -130,6 +131,6 @@ async def create_platform(server: PostgresServer) -> Platform:
     finally:
         await connection.close()
     platform = Platform(server, name)
-    await platform.execute(sql_file("contract.sql"))
-    await platform.execute(sql_file("grants.sql"))
+    await platform.execute(sql("contract.sql"))
+    await platform.execute(sql("grants.sql"))
     return platform

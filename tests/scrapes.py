@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.scrape import Exporter
+from exporter.service import build_exporter
 from exporter.settings import load
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -44,7 +45,7 @@ def parse(raw: bytes) -> Page:
 
 def make_exporter(database_url: str | None, redis_url: str | None = None, **options: str) -> Exporter:
     values: Mapping[str, str | None] = {"database_url": database_url, "redis_url": redis_url, **options}
-    return Exporter.from_settings(load(values, {}))
+    return build_exporter(load(values, {}))
 
 
 async def scrape(exporter: Exporter, wait: float | None = None) -> Page:

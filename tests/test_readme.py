@@ -1,19 +1,22 @@
-"""The README shows the registry and the options exactly as the code has them."""
+"""The README and the runbook show the registry, the options and the failure
+reasons exactly as the code has them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.tables import metrics_table, options_table
+from exporter.tools.reference import metrics_table, options_table, reasons_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RUNBOOK = ROOT / "docs" / "runbook.md"
 
 
 def _between(text: str, name: str) -> str:
     start = f"<!-- {name}:start -->\n"
     end = f"<!-- {name}:end -->"
-    assert start in text, f"README lacks the {name} start marker"
-    assert end in text, f"README lacks the {name} end marker"
+    assert start in text, f"the {name} start marker is missing"
+    assert end in text, f"the {name} end marker is missing"
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
@@ -29,3 +32,7 @@ def test_readme_opens_with_the_two_commands() -> None:
     head = README.read_text().split("```sh\n", 1)[1].split("```", 1)[0]
     assert head.splitlines()[0].startswith("scripts/demo")
     assert head.splitlines()[1].startswith("scripts/test")
+
+
+def test_runbook_explains_every_reason() -> None:
+    assert _between(RUNBOOK.read_text(), "reasons-table") == reasons_table()

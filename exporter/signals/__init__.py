@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from exporter.signals import audit_chain, dlq, preservation, streams
-from exporter.signals.base import Signal, Source, Sources
+from exporter.signals.base import Signal, Source
 from registry import SIGNALS as REGISTERED_SIGNALS
 
 SIGNALS: tuple[Signal, ...] = (
@@ -19,4 +19,4 @@ BY_NAME: dict[str, Signal] = {signal.name: signal for signal in SIGNALS}
 if tuple(BY_NAME) != REGISTERED_SIGNALS:
     raise RuntimeError(f"signal table {tuple(BY_NAME)} differs from the registry {REGISTERED_SIGNALS}")
 
-__all__ = ["BY_NAME", "SIGNALS", "Signal", "Source", "Sources"]
+__all__ = ["BY_NAME", "SIGNALS", "Signal", "Source"]

@@ -7,37 +7,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from exporter.errors import ContractViolation, SourceNotConfigured
+from exporter.errors import ContractViolation
 from exporter.samples import Sample
-
-if TYPE_CHECKING:
-    from exporter.postgres import Postgres
-    from exporter.streams import Streams
+from exporter.sources import Sources
 
 
 class Source(StrEnum):
     POSTGRES = "postgres"
     REDIS = "redis"
-
-
-@dataclass(frozen=True)
-class Sources:
-    """The clients the signals read; None where the source is not configured."""
-
-    postgres: Postgres | None = None
-    redis: Streams | None = None
-
-    def require_postgres(self, signal: str) -> Postgres:
-        if self.postgres is None:
-            raise SourceNotConfigured(signal, "PostgreSQL database")
-        return self.postgres
-
-    def require_redis(self, signal: str) -> Streams:
-        if self.redis is None:
-            raise SourceNotConfigured(signal, "Redis")
-        return self.redis
 
 
 @dataclass(frozen=True)

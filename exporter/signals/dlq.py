@@ -8,7 +8,8 @@ from datetime import datetime
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, Sources, epoch_seconds
+from exporter.signals.base import Signal, Source, epoch_seconds
+from exporter.sources import Sources
 from registry.families import DLQ_OLDEST, DLQ_PENDING
 
 NAME = "dlq"

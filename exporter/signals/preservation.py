@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, Sources
+from exporter.signals.base import Signal, Source
+from exporter.sources import Sources
 from registry.families import PRESERVATION_EXHAUSTED
 
 NAME = "preservation"

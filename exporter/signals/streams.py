@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, Sources
-from exporter.streams import StreamsReading
+from exporter.signals.base import Signal, Source
+from exporter.sources import Sources
+from exporter.sources.redis import StreamsReading
 from registry.families import (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,

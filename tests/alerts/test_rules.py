@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from devkit.tools import tool
 from registry import SIGNALS
-from tests.tools import tool
 
 from .shorten import (
     REPO_ROOT,

@@ -18,14 +18,13 @@ import httpx
 import pytest
 import yaml
 
-from exporter.endpoint import SCRAPE_TIMEOUT_MARGIN
-from exporter.localservers import postgres_bindir
+from devkit.process import exporter_process
+from devkit.servers import PostgresServer, RedisServer, postgres_bindir, postgres_server, redis_server
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
+from exporter.timeouts import Timeouts
 from registry import SIGNALS
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
-from tests.process import exporter_process
 from tests.scrapes import parse
-from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 from .files import (
     COMPOSE_FILE,
@@ -109,7 +108,7 @@ def test_the_expected_repository_files_are_mounted() -> None:
         "prometheus": [RULES, DEPLOY_DIR / "prometheus" / "prometheus.yml"],
         "alertmanager": [ALERTMANAGER_CONFIG],
         "grafana": [GRAFANA / "provisioning" / "dashboards", GRAFANA / "dashboards"],
-        "postgres": [REPO_ROOT / "sql" / name for name in ("contract.sql", "demo.sql", "grants.sql")],
+        "postgres": [REPO_ROOT / "exporter" / "contract" / name for name in ("contract.sql", "demo.sql", "grants.sql")],
     }
     for name, sources in expected.items():
         mounted = {mount.source for mount in bind_mounts(service(name))}
@@ -149,7 +148,7 @@ def test_exporter_database_and_redis_urls_name_the_services() -> None:
     env = environment(service(EXPORTER))
     database = urllib.parse.urlsplit(env["DATABASE_URL"])
     assert (database.hostname, database.port) == ("postgres", 5432)
-    assert database.username == "orpycamcp_exporter", "the read-only role of sql/grants.sql"
+    assert database.username == "orpycamcp_exporter", "the read-only role of exporter/contract/grants.sql"
     assert database.path == "/" + environment(service("postgres"))["POSTGRES_DB"]
     assert database.password == environment(service("postgres"))["ORPYCAMCP_EXPORTER_PASSWORD"]
     redis_url = urllib.parse.urlsplit(env["REDIS_URL"])
@@ -166,8 +165,8 @@ def test_prometheus_scrapes_the_exporter_service() -> None:
 
 
 def test_scrape_timeout_below_interval_and_above_the_deadline() -> None:
-    """The exporter answers by the scrape timeout minus the margin: a measurement
-    that takes the whole deadline (+0.5 s of grace) must still fit."""
+    """A measurement that takes the whole deadline (and the scrape's grace after
+    it) must fit in the wait a scrape with the configured timeout is given."""
     config = prometheus_config()
     job = scrape_job(EXPORTER)
     interval = parse_duration(job.get("scrape_interval", config["global"]["scrape_interval"]))
@@ -177,7 +176,8 @@ def test_scrape_timeout_below_interval_and_above_the_deadline() -> None:
     assert option.default is not None
     deadline = float(environment(service(EXPORTER)).get(option.env, option.default))
     assert timeout < interval
-    assert timeout - SCRAPE_TIMEOUT_MARGIN >= deadline + 0.5
+    timeouts = Timeouts(deadline)
+    assert timeouts.scrape_wait(timeout) >= timeouts.scrape_budget
 
 
 def test_rule_files_are_the_mounted_rules() -> None:
@@ -303,9 +303,9 @@ def initdb_scripts() -> list[Path]:
 def test_initdb_order_is_contract_demo_grants_password() -> None:
     names = [path.relative_to(REPO_ROOT).as_posix() for path in initdb_scripts()]
     assert names == [
-        "sql/contract.sql",
-        "sql/demo.sql",
-        "sql/grants.sql",
+        "exporter/contract/contract.sql",
+        "exporter/contract/demo.sql",
+        "exporter/contract/grants.sql",
         "deploy/postgres/99-exporter-password.sql",
     ]
 
@@ -393,7 +393,7 @@ def test_the_stack_measures_every_signal(
         page = parse(response.content)
     for signal in SIGNALS:
         assert page.measured(signal) == 1, f"{signal} is not measured: {running.log()}"
-    # sql/demo.sql: acme 2 + globex 1 pending signature-service dead letters (initech is not provisioned).
+    # exporter/contract/demo.sql: acme 2 + globex 1 pending signature-service dead letters (initech is not provisioned).
     assert page.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 3
     assert page.get("orpycamcp_stream_pending_messages", stream=STREAM_GROUPS[0][0], group=STREAM_GROUPS[0][1]) == 1
     assert page.get("orpycamcp_deadletter_stream_entries", stream=DEADLETTER_STREAMS[0]) == 1

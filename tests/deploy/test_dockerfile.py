@@ -16,13 +16,13 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from exporter.app import create_app
+from devkit.process import exporter_process
+from devkit.servers import free_port
 from exporter.cli import build_parser
-from exporter.localservers import free_port
-from exporter.middleware import ProxyBarrier
+from exporter.http.app import create_app
+from exporter.http.middleware import ProxyBarrier
 from exporter.settings import DEFAULT_PORT
 from registry import VERSION
-from tests.process import exporter_process
 from tests.scrapes import make_exporter
 
 from .files import (

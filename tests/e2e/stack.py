@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from exporter.localservers import free_port
-from tests.process import RunningProcess, running_process
-from tests.tools import tool
+from devkit.process import RunningProcess, running_process
+from devkit.servers import free_port
+from devkit.tools import tool
 
 
 @contextmanager

@@ -15,14 +15,14 @@ import httpx
 import pytest
 import redis
 
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer, RedisServer
+from devkit.tools import tool
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import active_alerts, alertmanager, prometheus, query, wait_for
 from tests.grafana.test_dashboard import panel_exprs, substitute
 from tests.platform import Platform, create_platform
-from tests.process import RunningProcess, exporter_process
-from tests.servers import PostgresServer, RedisServer
-from tests.tools import tool
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_FIRING = {

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devkit.process import exporter_process
 from exporter.logs import JsonFormatter
-from tests.process import exporter_process
 
 
 def test_json_formatter_keeps_the_structured_keys() -> None:

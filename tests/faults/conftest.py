@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from devkit.servers import PostgresServer, RedisServer, postgres_server, redis_server
 from tests.faults.kit import create_stream_groups
-from tests.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 
 @pytest.fixture

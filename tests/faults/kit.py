@@ -37,15 +37,10 @@ DEADLINE = 1.0
 MAX_CONNECTIONS = 2  # --database.max-connections default
 
 
-def scrape_wait(exporter: Exporter, timeout: float = SCRAPE_TIMEOUT) -> float:
-    """What exporter.app derives from X-Prometheus-Scrape-Timeout-Seconds."""
-    return min(max(timeout - 0.5, 0.05), exporter.deadline + 0.5)
-
-
 async def timed_scrape(exporter: Exporter, timeout: float = SCRAPE_TIMEOUT) -> Page:  # noqa: ASYNC109
     """A scrape as Prometheus makes it; it must answer within the scrape timeout."""
     started = time.monotonic()
-    page = await scrape(exporter, wait=scrape_wait(exporter, timeout))
+    page = await scrape(exporter, wait=exporter.timeouts.scrape_wait(timeout))
     elapsed = time.monotonic() - started
     assert elapsed < timeout, f"the scrape took {elapsed:.2f} s, past the {timeout:g} s scrape timeout"
     return page

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 import redis.asyncio
 
-from exporter.localservers import LocalPostgres, free_port, start_postgres
+from devkit.servers import LocalPostgres, PostgresServer, RedisServer, free_port, start_postgres
 from exporter.scrape import Exporter
 from tests.faults.kit import (
     DEADLINE,
@@ -39,7 +39,6 @@ from tests.faults.kit import (
 )
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import make_exporter
-from tests.servers import PostgresServer, RedisServer
 
 pytestmark = pytest.mark.anyio
 

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from devkit.servers import RedisServer
 from tests.faults.kit import (
     MAX_CONNECTIONS,
     TTL,
@@ -22,7 +23,6 @@ from tests.faults.kit import (
 )
 from tests.platform import Platform, at
 from tests.scrapes import make_exporter
-from tests.servers import RedisServer
 
 pytestmark = pytest.mark.anyio
 

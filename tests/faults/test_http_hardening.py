@@ -12,13 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devkit.process import RunningProcess, exporter_process
 from tests.platform import EXPORTER_PASSWORD, Platform
-from tests.process import RunningProcess, exporter_process
 from tests.scrapes import parse
 
 SCRAPE_TIMEOUT = 3.0
 HEADERS = {"X-Prometheus-Scrape-Timeout-Seconds": f"{SCRAPE_TIMEOUT:g}"}
-# Well past the server's keep-alive timeout (15 s in exporter/server.py): a slow client must be cut by then.
+# Well past the server's keep-alive timeout (15 s in exporter/http/server.py): a slow client must be cut by then.
 SLOW_CLIENT_PATIENCE = 25.0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.load import run_load
-from exporter.localservers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
 
 pytestmark = pytest.mark.anyio
 

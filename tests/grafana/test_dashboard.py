@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from devkit.tools import tool
 from registry import FAMILIES
-from tests.tools import tool
 
 from .promql import PromQLSyntaxError, Selector, metric_names, selectors
 

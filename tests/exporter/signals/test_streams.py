@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from devkit.servers import LocalRedis, start_redis
 from exporter.errors import ConfigError, ContractViolation
-from exporter.localservers import LocalRedis, start_redis
 from exporter.outcomes import classify
 from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
-from exporter.streams import StreamsReading
+from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.platform import Platform
 from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, value_series

@@ -1,0 +1,170 @@
+"""Create many tenants fast: one DO block per batch of tenants, each tenant
+with its schema (public.orpycamcp_create_tenant_schema), its grants
+(public.orpycamcp_grant_tenant) and ~40 rows: 20 dead letters (pending and
+resolved) and 20 preservation retries (exhausted and retrying).
+
+The rows are a pure function of the tenant's number, so the totals the
+exporter must report are known without reading the database back
+(`expected_totals`). Tenants are numbered from 1; tenant k's slug is
+`t000k` (zero-padded), so they sort by number.
+
+    .venv/bin/python -m devkit.tenants 10000   # a throwaway server, timed
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+
+from devkit.servers import LocalPostgres, start_postgres
+from exporter.tools.demo import load_contract
+from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
+
+DEAD_LETTERS_PER_TENANT = 20
+RETRIES_PER_TENANT = 20
+# Tenants per DO block: each block is one transaction, and the DDL of one
+# tenant takes ~8 locks (schema, 2 tables, their indexes): 250 stays well
+# inside the shared lock table of a stock server (64 x max_connections).
+BLOCK = 250
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def slug(number: int) -> str:
+    return f"t{number:06d}"
+
+
+# The same rules in SQL (inside the DO block, `k` the tenant number, `j` the
+# row number 1..20) and in Python (expected_totals), kept side by side.
+TENANT_BLOCK = """
+DO $block$
+DECLARE
+    k int;
+    s text;
+    schema_name text;
+BEGIN
+    FOR k IN {first}..{last} LOOP
+        s := 't' || lpad(k::text, 6, '0');
+        INSERT INTO public.tenants (slug) VALUES (s);
+        PERFORM public.orpycamcp_create_tenant_schema(s);
+        PERFORM public.orpycamcp_grant_tenant(s);
+        schema_name := quote_ident('tenant_' || s);
+        EXECUTE format($sql$
+            INSERT INTO %1$s.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at)
+            SELECT 'e' || j, %2$L,
+                   (ARRAY[{groups}])[(%3$s + j) %% {n_groups} + 1],
+                   CASE WHEN (%3$s + j) %% 3 = 0 THEN 'pending' ELSE 'resolved' END,
+                   timestamptz '{epoch}' + make_interval(secs => %3$s * 20 + j)
+            FROM generate_series(1, {dead_letters}) AS j;
+            INSERT INTO %1$s.preservation_retry (artifact_id, artifact, phase, status, attempts)
+            SELECT 'a' || j,
+                   (ARRAY[{artifacts}])[(%3$s + j) %% {n_artifacts} + 1],
+                   (ARRAY[{phases}])[(%3$s * 3 + j) %% {n_phases} + 1],
+                   CASE WHEN (%3$s + j) %% 4 = 0 THEN 'exhausted' ELSE 'retrying' END,
+                   5
+            FROM generate_series(1, {retries}) AS j;
+        $sql$, schema_name, s, k);
+    END LOOP;
+END
+$block$;
+"""
+
+
+def _array(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
+
+
+def tenant_block(first: int, last: int) -> str:
+    return TENANT_BLOCK.format(
+        first=first,
+        last=last,
+        groups=_array(ORIGIN_GROUPS),
+        n_groups=len(ORIGIN_GROUPS),
+        artifacts=_array(ARTIFACTS),
+        n_artifacts=len(ARTIFACTS),
+        phases=_array(PHASES),
+        n_phases=len(PHASES),
+        epoch=EPOCH.isoformat(),
+        dead_letters=DEAD_LETTERS_PER_TENANT,
+        retries=RETRIES_PER_TENANT,
+    )
+
+
+@dataclass
+class Totals:
+    """What the exporter must report for tenants 1..n (all active)."""
+
+    pending: dict[str, int] = field(default_factory=dict)
+    oldest: dict[str, datetime] = field(default_factory=dict)
+    exhausted: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def expected_totals(first: int, last: int) -> Totals:
+    totals = Totals()
+    for k in range(first, last + 1):
+        for j in range(1, DEAD_LETTERS_PER_TENANT + 1):
+            if (k + j) % 3 == 0:
+                group = ORIGIN_GROUPS[(k + j) % len(ORIGIN_GROUPS)]
+                created = EPOCH + timedelta(seconds=k * 20 + j)
+                totals.pending[group] = totals.pending.get(group, 0) + 1
+                if group not in totals.oldest or created < totals.oldest[group]:
+                    totals.oldest[group] = created
+        for j in range(1, RETRIES_PER_TENANT + 1):
+            if (k + j) % 4 == 0:
+                key = (ARTIFACTS[(k + j) % len(ARTIFACTS)], PHASES[(k * 3 + j) % len(PHASES)])
+                totals.exhausted[key] = totals.exhausted.get(key, 0) + 1
+    return totals
+
+
+async def create_tenants(url: str, first: int, last: int, block: int = BLOCK, connections: int = 2) -> None:
+    """Tenants first..last (inclusive), `block` per DO block, over a few connections."""
+    blocks = [(start, min(start + block - 1, last)) for start in range(first, last + 1, block)]
+    queue = list(reversed(blocks))
+
+    async def worker() -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            while queue:
+                start, end = queue.pop()
+                await connection.execute(tenant_block(start, end))
+        finally:
+            await connection.close()
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(connections, len(blocks))):
+            group.create_task(worker())
+
+
+async def create_database(server: LocalPostgres, name: str, exporter_password: str) -> str:
+    """A fresh database holding the reference contract and the exporter role; its admin URL."""
+    connection = await asyncpg.connect(server.url())
+    try:
+        await connection.execute(f"CREATE DATABASE {name}")
+    finally:
+        await connection.close()
+    url = server.url(database=name)
+    await load_contract(url, demo_data=False, exporter_password=exporter_password)
+    return url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tenants", type=int)
+    parser.add_argument("--block", type=int, default=BLOCK, help="tenants per DO block")
+    args = parser.parse_args()
+    server = start_postgres()
+    try:
+        url = asyncio.run(create_database(server, "bench", "bench-exporter"))
+        started = time.monotonic()
+        asyncio.run(create_tenants(url, 1, args.tenants, args.block))
+        print(f"{args.tenants} tenants in {time.monotonic() - started:.1f} s")
+    finally:
+        server.remove()
+
+
+if __name__ == "__main__":
+    main()

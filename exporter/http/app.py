@@ -1,0 +1,60 @@
+"""The HTTP app: /metrics, a landing page and the health endpoints, behind
+the proxy barrier and, when configured, basic auth."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from exporter.http.auth import BasicAuth
+from exporter.http.endpoint import MetricsEndpoint
+from exporter.http.middleware import ExtraHeaders, ProxyBarrier
+from exporter.http.webconfig import WebConfig
+from exporter.scrape import Exporter
+from registry import VERSION
+
+LANDING_PAGE = f"""<!doctype html>
+<html><head><title>orpycamcp-exporter</title></head>
+<body><h1>orpycamcp-exporter {VERSION}</h1>
+<p><a href="/metrics">Metrics</a></p>
+</body></html>
+"""
+
+
+def create_app(exporter: Exporter, web: WebConfig | None = None) -> ASGIApp:
+    async def landing(request: Request) -> Response:
+        return HTMLResponse(LANDING_PAGE)
+
+    async def healthy(request: Request) -> Response:
+        return PlainTextResponse("Healthy\n")
+
+    async def ready(request: Request) -> Response:
+        return PlainTextResponse("Ready\n")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await exporter.close()
+
+    app = Starlette(
+        routes=[
+            Route("/", landing, methods=["GET"]),
+            Route("/-/healthy", healthy, methods=["GET"]),
+            Route("/-/ready", ready, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    wrapped: ASGIApp = MetricsEndpoint(app, exporter)
+    web = web or WebConfig()
+    if web.headers:
+        wrapped = ExtraHeaders(wrapped, dict(web.headers))
+    if web.basic_auth_users:
+        wrapped = BasicAuth(wrapped, web.basic_auth_users)
+    # Outermost: a proxied request is refused before anything else, auth included.
+    return ProxyBarrier(wrapped)

@@ -1,0 +1,301 @@
+"""PostgreSQL access for many tenant schemas.
+
+A few connections ("lanes", `max_connections`), opened on first use, closed
+when idle, replaced after `max_queries_per_connection` statements or any error.
+Tenant schemas are read in batches, one statement each; every statement runs in
+its own implicit read-only transaction, so the locks of its tables are released
+before the next one. The batch statements are prepared deliberately (named) on
+their lane and reused on every refresh: PostgreSQL plans each one once per
+connection, and a many-table statement costs far more to plan than to run.
+
+Each lane owns a contiguous range of each signal's tenants (each signal
+starting on its own lane), so a backend only ever opens (and keeps in its
+catalog caches) its share of the tenant tables, and its share of the prepared
+plans. How the tenants are cut into batches: exporter/sources/batches.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.identifiers import tenant_schema
+from exporter.timeouts import Timeouts
+
+log = logging.getLogger("orpycamcp.postgres")
+
+ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+
+
+@dataclass(frozen=True)
+class PostgresSettings:
+    url: str
+    max_connections: int = 2
+    batch_size: int = 250
+    idle_close_seconds: float = 90.0
+    max_queries_per_connection: int = 50_000
+    application_name: str = "orpycamcp-exporter"
+
+
+def milliseconds(seconds: float) -> str:
+    return str(max(1, int(seconds * 1000)))
+
+
+def session_settings(settings: PostgresSettings, timeouts: Timeouts) -> dict[str, str]:
+    """Session settings of every exporter connection: user-level, nothing the server must allow."""
+    return {
+        "application_name": settings.application_name,
+        "default_transaction_read_only": "on",
+        "statement_timeout": milliseconds(timeouts.statement),
+        "lock_timeout": milliseconds(timeouts.lock),
+        # Parallel workers each open every tenant table cold: these many-table
+        # statements run several times faster without them.
+        "max_parallel_workers_per_gather": "0",
+        # A large batch can cross jit_above_cost; compiling it costs more than running it.
+        "jit": "off",
+    }
+
+
+class _Lane:
+    """One connection, its prepared batch statements, and the lock that serialises its use."""
+
+    def __init__(self) -> None:
+        # Statement names are unique per connection, whichever reader prepares on it.
+        self.statement_names = (f"orpycamcp_{number}" for number in itertools.count())
+        self.lock = asyncio.Lock()
+        self.connection: asyncpg.Connection | None = None
+        self.prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
+        self.by_signal: dict[str, set[str]] = {}
+        self.statements = 0  # on the current connection
+        self.idle_timer: asyncio.TimerHandle | None = None
+
+    def forget(self) -> asyncpg.Connection | None:
+        connection, self.connection = self.connection, None
+        self.prepared = {}
+        self.by_signal = {}
+        self.statements = 0
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+        return connection
+
+
+class Postgres:
+    """Reads the contract tables; connects on first use, reconnects by itself."""
+
+    def __init__(
+        self,
+        settings: PostgresSettings,
+        timeouts: Timeouts,
+        tenants: Sequence[str] | None = None,
+        lanes: Sequence[_Lane] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.timeouts = timeouts
+        self._tenants = None if tenants is None else list(tenants)
+        self._lanes = list(lanes) if lanes is not None else [_Lane() for _ in range(max(1, settings.max_connections))]
+        self._closing: set[asyncio.Task[None]] = set()
+        self._lane_released = asyncio.Event()
+        self._signal_lanes: dict[str, int] = {}
+        self._tenants_in_flight: asyncio.Task[list[str]] | None = None
+        self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
+        self.statements = 0  # statements run, for the benchmarks and diagnose
+        self.prepares = 0  # batch statements prepared (planned anew)
+
+    # -- lanes ---------------------------------------------------------------
+
+    async def _connect(self) -> asyncpg.Connection:
+        s = self.settings
+        connection: asyncpg.Connection = await asyncpg.connect(
+            s.url,
+            timeout=self.timeouts.connect,
+            server_settings=session_settings(s, self.timeouts),
+        )
+        return connection
+
+    async def _first_free_lane(self) -> _Lane:
+        """Whichever lane is free first: a statement stuck on one lane (a lock,
+        a slow plan) does not hold up a statement that may run on the other."""
+        while True:
+            for lane in self._lanes:
+                if not lane.lock.locked():
+                    return lane
+            self._lane_released.clear()
+            await self._lane_released.wait()
+
+    @contextlib.asynccontextmanager
+    async def _use(self, lane: _Lane | None = None) -> AsyncIterator[asyncpg.Connection]:
+        """A lane's connection (the given lane, else the first free), for one
+        statement; dropped on any failure."""
+        if lane is None:
+            lane = await self._first_free_lane()
+        await lane.lock.acquire()
+        try:
+            if lane.idle_timer is not None:
+                lane.idle_timer.cancel()
+                lane.idle_timer = None
+            if lane.connection is None or lane.connection.is_closed():
+                lane.forget()
+                lane.connection = await self._connect()
+            try:
+                yield lane.connection
+            except BaseException:
+                # Whatever went wrong (an SQL error, a timeout, a cancellation,
+                # a dead socket), never reuse the connection or wait on a
+                # stalled peer: drop it, and its prepared statements with it.
+                connection = lane.forget()
+                if connection is not None:
+                    connection.terminate()
+                raise
+            lane.statements += 1
+            self.statements += 1
+            if lane.statements >= self.settings.max_queries_per_connection:
+                # Bounds what the backend accumulates (catalog caches, plans).
+                self._close_later(lane.forget())
+            else:
+                lane.idle_timer = asyncio.get_running_loop().call_later(
+                    self.settings.idle_close_seconds, self._close_idle, lane
+                )
+        finally:
+            lane.lock.release()
+            self._lane_released.set()
+
+    def _close_idle(self, lane: _Lane) -> None:
+        """Nobody used the lane for idle_close_seconds: an unscraped exporter holds no connection."""
+        lane.idle_timer = None
+        if not lane.lock.locked() and lane.connection is not None:
+            self._close_later(lane.forget())
+
+    def _close_later(self, connection: asyncpg.Connection | None) -> None:
+        if connection is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._close_connection(connection))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    @staticmethod
+    async def _close_connection(connection: asyncpg.Connection) -> None:
+        try:
+            await connection.close(timeout=2)
+        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
+            connection.terminate()
+
+    # -- public --------------------------------------------------------------
+
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        async with self._use() as connection:
+            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=self.timeouts.client)
+            return rows
+
+    def narrowed(self, tenants: Sequence[str]) -> Postgres:
+        """A reader of just these tenants, on this reader's connections (diagnose
+        uses it to find the tenant a signal fails on)."""
+        return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes)
+
+    async def active_tenant_slugs(self) -> list[str]:
+        """The active tenants, read once for the signals that ask at the same time."""
+        if self._tenants is not None:
+            return list(self._tenants)
+        if self._tenants_in_flight is None:
+            task = asyncio.get_running_loop().create_task(self._read_tenants())
+            self._tenants_in_flight = task
+            task.add_done_callback(self._tenants_read)
+        return list(await asyncio.shield(self._tenants_in_flight))
+
+    def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
+        self._tenants_in_flight = None
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case every reader gave up waiting
+
+    async def _read_tenants(self) -> list[str]:
+        rows = await self.fetch(ACTIVE_TENANTS_SQL)
+        return [row["slug"] for row in rows]
+
+    async def fetch_tenant_batches(
+        self, signal: str, batch_sql: Callable[[Sequence[str]], str]
+    ) -> list[asyncpg.Record]:
+        """Run `batch_sql` over every active tenant's schema, batch by batch.
+
+        Each batch is one prepared statement in its own transaction. The
+        batches are split into contiguous ranges, one per lane; the lanes run
+        side by side, one statement at a time each, so signals measured at the
+        same time interleave on them.
+        """
+        previous = self._passes.get(signal)
+        if previous is not None:
+            # The pass a deadline cut is still warming the lanes: let it end first.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(previous)
+        slugs = await self.active_tenant_slugs()
+        batches = tenant_batches(slugs, self.settings.batch_size)
+        statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements))
+        self._passes[signal] = task
+        task.add_done_callback(lambda done: self._pass_done(signal, done))
+        # Shielded: a measurement cut at its deadline leaves the pass running to
+        # its end (each statement bounded by statement_timeout), so what it
+        # prepared and the catalogs it loaded serve the next refresh instead of
+        # being thrown away with the connection.
+        return await asyncio.shield(task)
+
+    def _pass_done(self, signal: str, task: asyncio.Task[list[asyncpg.Record]]) -> None:
+        if self._passes.get(signal) is task:
+            del self._passes[signal]
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case the measurement gave up waiting
+
+    async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
+        # Each signal starts on its own lane: with few batches the signals run
+        # side by side instead of queueing on the first lane. Every lane still
+        # reads one contiguous share of each signal's tenants.
+        offset = self._signal_lanes.setdefault(signal, len(self._signal_lanes))
+        lanes = [self._lanes[(i + offset) % len(self._lanes)] for i in range(min(len(self._lanes), len(statements)))]
+        rows: list[asyncpg.Record] = []
+        progress = BatchProgress(asyncio.get_running_loop().time)
+
+        async def run(lane: _Lane, sqls: Sequence[str]) -> None:
+            used: set[str] = set()
+            for sql in sqls:
+                async with self._use(lane) as connection:
+                    statement = lane.prepared.get(sql)
+                    if statement is None:
+                        # Named, so it stays prepared; prepared in its own
+                        # implicit transaction, so its locks go at once.
+                        statement = await connection.prepare(
+                            sql, name=next(lane.statement_names), timeout=self.timeouts.client
+                        )
+                        self.prepares += 1
+                        lane.prepared[sql] = statement
+                    used.add(sql)
+                    rows.extend(await statement.fetch(timeout=self.timeouts.client))
+                progress.done(signal, len(statements))
+            # Statements of this signal no longer needed (the tenants changed)
+            # are released, and closed on the server with the next prepare.
+            for stale in lane.by_signal.get(signal, set()) - used:
+                lane.prepared.pop(stale, None)
+            lane.by_signal[signal] = used
+
+        count = len(lanes)
+        async with asyncio.TaskGroup() as group:
+            for i, lane in enumerate(lanes):
+                share = statements[i * len(statements) // count : (i + 1) * len(statements) // count]
+                group.create_task(run(lane, share))
+        return rows
+
+    async def close(self) -> None:
+        passes = [task for task in (*self._passes.values(), self._tenants_in_flight) if task is not None]
+        for task in passes:
+            task.cancel()
+        if passes:
+            await asyncio.wait(passes, timeout=3)
+        for lane in self._lanes:
+            self._close_later(lane.forget())
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=3)

@@ -1,0 +1,88 @@
+"""`orpycamcp-exporter demo`: the exporter against a throwaway PostgreSQL (and
+Redis when a redis-server binary is there), loaded with demo data."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import asyncpg
+import redis.asyncio
+
+from exporter import logs
+from exporter.contract import sql
+from exporter.http.webconfig import WebConfig
+from exporter.settings import load
+from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+
+EXPORTER_ROLE = "orpycamcp_exporter"
+
+
+async def load_contract(url: str, *, demo_data: bool, exporter_password: str | None) -> None:
+    """Reference DDL, optional demo rows, and the read-only exporter role."""
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(sql("contract.sql"))
+        if demo_data:
+            await connection.execute(sql("demo.sql"))
+        await connection.execute(sql("grants.sql"))
+        if exporter_password is not None:
+            await connection.execute(f"ALTER ROLE {EXPORTER_ROLE} PASSWORD '{exporter_password}'")
+    finally:
+        await connection.close()
+
+
+async def load_demo_streams(url: str) -> None:
+    """Consumer groups with a few unacknowledged messages and a dead-letter entry."""
+    client = redis.asyncio.Redis.from_url(url, decode_responses=True)
+    try:
+        for stream, group in STREAM_GROUPS:
+            await client.xgroup_create(stream, group, id="0", mkstream=True)
+            await client.xadd(stream, {"event": "document.signed"})
+        await client.xreadgroup("signature-service", "demo-consumer", {"orpycamcp.document.events": ">"}, count=1)
+        await client.xadd(DEADLETTER_STREAMS[0], {"event": "document.signed", "error": "certificate expired"})
+    finally:
+        await client.aclose()
+
+
+def run_demo(values: Mapping[str, Any]) -> int:
+    from exporter.http.server import serve
+
+    print("starting a throwaway PostgreSQL ...", file=sys.stderr)
+    postgres: LocalPostgres | None = None
+    redis_server: LocalRedis | None = None
+    try:
+        postgres = start_postgres()
+        password = secrets.token_urlsafe(16)
+        asyncio.run(load_contract(postgres.url(), demo_data=True, exporter_password=password))
+        try:
+            redis_server = start_redis()
+            asyncio.run(load_demo_streams(redis_server.url))
+        except ServerUnavailable as exc:
+            print(f"{exc}; the streams signal stays off", file=sys.stderr)
+        overrides = dict(values)
+        overrides["database_url"] = postgres.url(user=EXPORTER_ROLE, password=password)
+        if redis_server is not None:
+            overrides["redis_url"] = redis_server.url
+        settings = load(overrides, os.environ)
+        logs.configure(settings.log_format, settings.log_level)
+        host = "localhost" if settings.listen_host in ("0.0.0.0", "::", "") else settings.listen_host
+        print(
+            f"demo exporter: http://{host}:{settings.listen_port}/metrics (Ctrl-C stops and removes everything)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return serve(settings, WebConfig())
+    except ServerUnavailable as exc:
+        print(f"orpycamcp-exporter demo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if redis_server is not None:
+            redis_server.remove()
+        if postgres is not None:
+            postgres.remove()

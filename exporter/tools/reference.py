@@ -1,0 +1,57 @@
+"""The registry and the options as markdown tables: the README shows exactly
+these (a test keeps them equal), and `orpycamcp-exporter metrics` prints them."""
+
+from __future__ import annotations
+
+from exporter.settings import OPTIONS
+from exporter.tools.hints import HINTS
+from registry import FAMILIES
+
+
+def _values(values: frozenset[str] | tuple[str, ...]) -> str:
+    return ", ".join(f"`{value}`" for value in values)
+
+
+def metrics_table() -> str:
+    rows = ["| family | type | signal | labels and their closed values | help |", "|---|---|---|---|---|"]
+    for family in FAMILIES:
+        if not family.labels:
+            labels = "–"
+        elif len(family.labels) > 1 and len(family.combinations) != _product_size(family.combinations):
+            labels = (
+                "("
+                + ", ".join(family.labels)
+                + ") ∈ "
+                + "; ".join("(" + ", ".join(f"`{v}`" for v in combination) + ")" for combination in family.combinations)
+            )
+        else:
+            labels = "<br>".join(
+                f"`{label}` ∈ {_values(tuple(dict.fromkeys(c[i] for c in family.combinations)))}"
+                for i, label in enumerate(family.labels)
+            )
+        rows.append(f"| `{family.name}` | {family.type.value} | {family.signal} | {labels} | {family.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def _product_size(combinations: tuple[tuple[str, ...], ...]) -> int:
+    size = 1
+    for index in range(len(combinations[0])):
+        size *= len({combination[index] for combination in combinations})
+    return size
+
+
+def options_table() -> str:
+    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        default = f"`{option.default}`" if option.default is not None else "–"
+        env = f"`{option.env}`" if option.env else "–"
+        rows.append(f"| `{option.flag}` | {env} | {default} | {option.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def reasons_table() -> str:
+    """Every reason a signal can be unmeasured for, and what to do (docs/runbook.md shows it)."""
+    rows = ["| reason (`reason` in the log) | what to do |", "|---|---|"]
+    for reason, text in HINTS.items():
+        rows.append(f"| `{reason}` | {text} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,125 @@
+"""Golden, byte-exact vectors for the text format 0.0.4, and a cross-check
+with prometheus_client's parser."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.exposition.text import CONTENT_TYPE, FamilySamples, format_value, render
+from exporter.samples import Sample
+from registry import Family
+
+PLAIN = Family(name="t_plain", help="A plain gauge.", signal="t")
+LABELLED = Family(
+    name="t_labelled",
+    help='Help with \\ backslash,\nnewline and "quotes".',
+    signal="t",
+    labels=("a", "b"),
+    combinations=(("x", "y"), ('q"uo\\te', "new\nline")),
+)
+
+
+def test_content_type_is_text_format_0_0_4() -> None:
+    assert CONTENT_TYPE == "text/plain; version=0.0.4; charset=utf-8"
+
+
+def test_golden_page() -> None:
+    page = render(
+        [
+            FamilySamples(PLAIN, [Sample("t_plain", (), 3.0)]),
+            FamilySamples(
+                LABELLED,
+                [Sample("t_labelled", ("x", "y"), 0.5), Sample("t_labelled", ('q"uo\\te', "new\nline"), 0.0)],
+            ),
+        ]
+    )
+    assert page == (
+        b"# HELP t_plain A plain gauge.\n"
+        b"# TYPE t_plain gauge\n"
+        b"t_plain 3\n"
+        b'# HELP t_labelled Help with \\\\ backslash,\\nnewline and "quotes".\n'
+        b"# TYPE t_labelled gauge\n"
+        b't_labelled{a="x",b="y"} 0.5\n'
+        b't_labelled{a="q\\"uo\\\\te",b="new\\nline"} 0\n'
+    )
+
+
+def test_empty_family_is_left_out_and_empty_page_is_empty() -> None:
+    assert render([FamilySamples(PLAIN, [])]) == b""
+    assert render([FamilySamples(PLAIN, []), FamilySamples(LABELLED, [Sample("t_labelled", ("x", "y"), 1.0)])]) == (
+        b'# HELP t_labelled Help with \\\\ backslash,\\nnewline and "quotes".\n'
+        b"# TYPE t_labelled gauge\n"
+        b't_labelled{a="x",b="y"} 1\n'
+    )
+
+
+def test_families_keep_the_given_order() -> None:
+    page = render(
+        [
+            FamilySamples(LABELLED, [Sample("t_labelled", ("x", "y"), 1.0)]),
+            FamilySamples(PLAIN, [Sample("t_plain", (), 2.0)]),
+        ]
+    )
+    assert page.index(b"t_labelled{") < page.index(b"t_plain 2")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.0, "0"),
+        (-0.0, "-0"),
+        (1.0, "1"),
+        (42.0, "42"),
+        (-7.0, "-7"),
+        (0.25, "0.25"),
+        (123456.0, "123456"),
+        (1234567.0, "1.234567e+06"),
+        (1764683400.123, "1.764683400123e+09"),
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (5e-324, "5e-324"),
+        (1e15, "1e+15"),
+        (1.5e-7, "1.5e-07"),
+        (math.inf, "+Inf"),
+        (-math.inf, "-Inf"),
+        (math.nan, "NaN"),
+    ],
+)
+def test_float_formatting(value: float, text: str) -> None:
+    assert format_value(value) == text
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_formatted_floats_round_trip(value: float) -> None:
+    assert float(format_value(value)) == value
+
+
+label_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
+finite = st.floats(allow_nan=False, allow_infinity=True, width=64)
+
+
+@given(
+    values=st.lists(st.tuples(label_text, label_text, finite), min_size=1, max_size=5, unique_by=lambda t: (t[0], t[1]))
+)
+def test_prometheus_client_reads_back_what_we_write(values: list[tuple[str, str, float]]) -> None:
+    family = Family(
+        name="t_fuzz",
+        help="Fuzzed \\ help\nwith newline",
+        signal="t",
+        labels=("a", "b"),
+        combinations=tuple((a or "-", b or "-") for a, b, _ in values),
+    )
+    samples = [Sample("t_fuzz", (a or "-", b or "-"), v) for a, b, v in values]
+    page = render([FamilySamples(family, samples)]).decode("utf-8")
+    parsed = list(text_string_to_metric_families(page))
+    assert len(parsed) == 1
+    assert parsed[0].name == "t_fuzz"
+    assert parsed[0].documentation == "Fuzzed \\ help\nwith newline"
+    assert parsed[0].type == "gauge"
+    got = {(s.labels["a"], s.labels["b"]): s.value for s in parsed[0].samples}
+    assert got == {(a or "-", b or "-"): v for a, b, v in values}

@@ -1,0 +1,141 @@
+"""TLS, mutual TLS and basic auth through a real uvicorn process, with
+certificates made for the test."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import bcrypt
+import httpx
+import pytest
+import trustme
+
+from devkit.process import RunningProcess, exporter_process
+from tests.platform import Platform
+from tests.scrapes import parse
+
+PASSWORD = "scrape-pass-7f1"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[trustme.CA, Path]:
+    folder = tmp_path_factory.mktemp("pki")
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    server.private_key_pem.write_to_path(str(folder / "server.key"))
+    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
+    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
+    client = ca.issue_cert("prometheus@example.org")
+    client.private_key_and_cert_chain_pem.write_to_path(str(folder / "client.pem"))
+    other_ca = trustme.CA()
+    other_ca.issue_cert("intruder@example.org").private_key_and_cert_chain_pem.write_to_path(
+        str(folder / "intruder.pem")
+    )
+    return ca, folder
+
+
+def _web_config(folder: Path, mutual: bool) -> Path:
+    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
+    lines = [
+        "tls_server_config:",
+        f"  cert_file: {folder / 'server.crt'}",
+        f"  key_file: {folder / 'server.key'}",
+    ]
+    if mutual:
+        lines += [f"  client_ca_file: {folder / 'ca.crt'}", "  client_auth_type: RequireAndVerifyClientCert"]
+    lines += ["basic_auth_users:", f"  prometheus: '{hashed}'"]
+    path = folder / ("web-mtls.yml" if mutual else "web-tls.yml")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(folder / "ca.crt"))
+    if cert:
+        context.load_cert_chain(str(folder / cert))
+    return context
+
+
+@pytest.fixture(scope="module")
+def tls_exporter(
+    module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProcess]:
+    folder = pki[1]
+    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, False))]
+    ready: dict[str, object] = {"verify": _client_context(folder, None)}
+    with exporter_process(args, tmp_path_factory.mktemp("tls"), scheme="https", ready_kwargs=ready) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def mtls_exporter(
+    module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProcess]:
+    folder = pki[1]
+    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, True))]
+    ready: dict[str, object] = {"verify": _client_context(folder, "client.pem")}
+    with exporter_process(args, tmp_path_factory.mktemp("mtls"), scheme="https", ready_kwargs=ready) as process:
+        yield process
+
+
+def _https(process: RunningProcess) -> str:
+    return f"https://127.0.0.1:{process.port}"
+
+
+def test_tls_with_right_credentials(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:
+    response = httpx.get(
+        _https(tls_exporter) + "/metrics", verify=_client_context(pki[1], None), auth=("prometheus", PASSWORD)
+    )
+    assert response.status_code == 200
+    assert parse(response.content).get("orpycamcp_exporter_build_info", version="0.1.0") == 1
+
+
+@pytest.mark.parametrize("auth", [None, ("prometheus", "wrong"), ("nobody", PASSWORD), ("prometheus", "")])
+def test_basic_auth_refuses(
+    tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path], auth: tuple[str, str] | None
+) -> None:
+    response = httpx.get(_https(tls_exporter) + "/metrics", verify=_client_context(pki[1], None), auth=auth)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Basic")
+    assert b"orpycamcp_" not in response.content
+
+
+def test_plain_http_is_not_served_on_the_tls_port(tls_exporter: RunningProcess) -> None:
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"http://127.0.0.1:{tls_exporter.port}/metrics", auth=("prometheus", PASSWORD))
+
+
+def test_untrusted_server_certificate_is_refused_by_clients(tls_exporter: RunningProcess) -> None:
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(_https(tls_exporter) + "/metrics", verify=ssl.create_default_context())
+
+
+def test_proxy_barrier_holds_under_auth(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:
+    response = httpx.get(
+        _https(tls_exporter) + "/metrics",
+        verify=_client_context(pki[1], None),
+        auth=("prometheus", PASSWORD),
+        headers={"X-Forwarded-For": "10.1.1.1"},
+    )
+    assert response.status_code == 404
+
+
+def test_mutual_tls_accepts_a_client_certificate_of_the_ca(
+    mtls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]
+) -> None:
+    response = httpx.get(
+        _https(mtls_exporter) + "/metrics", verify=_client_context(pki[1], "client.pem"), auth=("prometheus", PASSWORD)
+    )
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("cert", [None, "intruder.pem"])
+def test_mutual_tls_refuses_without_or_with_a_foreign_certificate(
+    mtls_exporter: RunningProcess, pki: tuple[trustme.CA, Path], cert: str | None
+) -> None:
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(
+            _https(mtls_exporter) + "/metrics", verify=_client_context(pki[1], cert), auth=("prometheus", PASSWORD)
+        )

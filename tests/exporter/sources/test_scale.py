@@ -1,0 +1,78 @@
+"""At a scale boundary: 2,500 tenants, more tables than one transaction can
+lock on a stock server (max_locks_per_transaction = 64), read exactly.
+
+Tenants are created by the benchmark's generator (one DO block per 250
+tenants), whose rows are a pure function of the tenant number, so the exact
+totals are known without reading the database back. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from devkit.tenants import Totals, create_tenants, expected_totals, slug
+from exporter.scrape import Exporter
+from tests.platform import Platform
+from tests.scrapes import Page, make_exporter, scrape
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TENANTS = 2_500
+
+
+def assert_exact(page: Page, totals: Totals) -> None:
+    assert page.measured("dlq") == 1
+    assert page.measured("preservation") == 1
+    pending = page.family("orpycamcp_dlq_pending_events")
+    assert {labels[0][1]: value for labels, value in pending.items() if value} == totals.pending
+    oldest = page.family("orpycamcp_dlq_oldest_pending_timestamp_seconds")
+    assert {labels[0][1]: value for labels, value in oldest.items()} == {
+        group: created.timestamp() for group, created in totals.oldest.items()
+    }
+    exhausted = page.family("orpycamcp_preservation_exhausted_artifacts")
+    assert {(labels[0][1], labels[1][1]): value for labels, value in exhausted.items() if value} == totals.exhausted
+
+
+async def refresh(exporter: Exporter) -> Page:
+    for cache in exporter.caches.values():
+        cache.ttl = 0  # the next scrape measures again
+    return await scrape(exporter)
+
+
+async def test_thousands_of_tenants_are_summed_exactly_and_changes_seen_at_the_next_refresh(
+    platform: Platform,
+) -> None:
+    await create_tenants(platform.admin_url, 1, TENANTS)
+    exporter = make_exporter(platform.exporter_url, signals="dlq,preservation,audit_chain")
+    try:
+        first = await scrape(exporter)
+        assert_exact(first, expected_totals(1, TENANTS))
+        assert first.measured("audit_chain") == 1
+        assert await platform.exporter_sessions() <= 2  # the default connection limit
+
+        # Steady state: the prepared statements serve the same exact totals.
+        assert_exact(await refresh(exporter), expected_totals(1, TENANTS))
+
+        # A tenant added, one deprovisioned and one deleted, in the middle of
+        # the slug order: all seen at the next refresh, nothing counted twice.
+        await create_tenants(platform.admin_url, TENANTS + 1, TENANTS + 1)
+        await platform.execute(
+            "UPDATE public.tenants SET provisioning_status = 'deprovisioning' WHERE slug = $1", slug(1234)
+        )
+        await platform.execute("DELETE FROM public.tenants WHERE slug = $1", slug(77))
+        await platform.execute(f'DROP SCHEMA "tenant_{slug(77)}" CASCADE')
+        totals = expected_totals(1, TENANTS + 1)
+        changed = await refresh(exporter)
+        without = [expected_totals(number, number) for number in (1234, 77)]
+        for gone in without:
+            for group, count in gone.pending.items():
+                totals.pending[group] -= count
+            for key, count in gone.exhausted.items():
+                totals.exhausted[key] -= count
+        totals.pending = {group: count for group, count in totals.pending.items() if count}
+        totals.exhausted = {key: count for key, count in totals.exhausted.items() if count}
+        # The oldest pending events belong to the lowest tenant numbers, which stay.
+        assert_exact(changed, totals)
+        assert await platform.exporter_sessions() <= 2
+    finally:
+        await exporter.close()

@@ -1,0 +1,50 @@
+"""`orpycamcp-exporter demo`: a real throwaway PostgreSQL and Redis, served,
+and everything removed on Ctrl-C."""
+
+from __future__ import annotations
+
+import glob
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from devkit.servers import free_port
+from tests.scrapes import parse
+
+
+def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
+    before = set(glob.glob("/tmp/orpycamcp-*"))
+    port = free_port()
+    log_path = tmp_path / "demo.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "exporter", "demo", "--web.listen-address", f"127.0.0.1:{port}"],
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        response = None
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=15)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert response is not None, log_path.read_text()
+        page = parse(response.content)
+        assert f"http://127.0.0.1:{port}/metrics" in log_path.read_text()
+        for signal_name in ("dlq", "preservation", "audit_chain", "streams"):
+            assert page.measured(signal_name) == 1, (signal_name, log_path.read_text())
+        assert page.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 3
+        assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 2
+        assert page.get("orpycamcp_audit_chain_breaks") == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        returncode = process.wait(timeout=30)
+    assert returncode == 0, log_path.read_text()
+    assert set(glob.glob("/tmp/orpycamcp-*")) - before == set()
