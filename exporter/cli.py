@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from exporter import logs
-from exporter.errors import ConfigError
+from exporter.errors import ConfigError, ListenError
+from exporter.http.listen import show_address
 from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.settings import OPTIONS, Settings, load
 from exporter.tools.reference import metrics_table
@@ -53,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list or args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
         args_list.insert(0, "serve")
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:
+        # The command's own usage, not the top-level one: that is where the option was mistyped.
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
     if args.command == "metrics":
         print(metrics_table(), end="")
@@ -65,11 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(values)
         settings = load(values, os.environ)
         web = load_web_config(settings.web_config_file) if settings.web_config_file else WebConfig()
-    except ConfigError as exc:
+    except (ConfigError, ListenError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     if args.command == "check-config":
-        address = f"{settings.listen_host}:{settings.listen_port}"
+        address = show_address(settings.listen_host, settings.listen_port)
         print(f"configuration valid: signals {','.join(settings.signals)} on {address}")
         return 0
     if args.command == "diagnose":
@@ -80,8 +84,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(settings, web)
 
 
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[command]
+            return chosen
+    return parser
+
+
 def _serve(settings: Settings, web: WebConfig) -> int:
     from exporter.http.server import serve
 
     logs.configure(settings.log_format, settings.log_level)
-    return serve(settings, web)
+    try:
+        return serve(settings, web)
+    except ListenError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2

@@ -28,6 +28,7 @@ class Reason(StrEnum):
     STATEMENT_TIMEOUT = "statement_timeout"
     LOCK_TIMEOUT = "lock_timeout"
     # PostgreSQL
+    TENANT_LIST_UNREADABLE = "tenant_list_unreadable"
     MISSING_TABLE = "missing_table"
     PERMISSION_DENIED = "permission_denied"
     AUTHENTICATION_FAILED = "authentication_failed"
@@ -48,6 +49,15 @@ class ConfigError(Exception):
         self.setting = setting
         self.problem = problem
         super().__init__(f"invalid setting {setting}: {problem}")
+
+
+class ListenError(Exception):
+    """The listen address cannot be bound; the process exits 2 before serving anything."""
+
+    def __init__(self, address: str, problem: str) -> None:
+        self.address = address
+        self.problem = problem
+        super().__init__(f"cannot listen on {address}: {problem} (set another with --web.listen-address)")
 
 
 class MeasurementError(Exception):
@@ -128,3 +138,14 @@ class SourceNotConfigured(MeasurementError):
     def __init__(self, signal: str, source: str) -> None:
         self.source = source
         super().__init__(signal, f"no {source} is configured")
+
+
+class TenantListUnreadable(MeasurementError):
+    """public.tenants cannot be read (missing, or no SELECT on it): no tenant signal can be measured."""
+
+    reason = Reason.TENANT_LIST_UNREADABLE
+
+    def __init__(self, sqlstate: str, problem: str) -> None:
+        self.sqlstate = sqlstate
+        self.problem = problem
+        super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")

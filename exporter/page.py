@@ -1,24 +1,70 @@
 """The rendered /metrics page, kept until an outcome changes: rendered (and
-gzipped) once per distinct set of outcomes, never per request."""
+gzipped) once per distinct set of outcomes, never per request.
+
+A short tail (the HTTP server's own families, which change with every
+connection) may follow the page. Its gzip form costs no recompression: the
+page is deflated once up to a byte boundary (a sync flush), and each response
+appends the tail as a final stored block and the gzip trailer, whose CRC-32
+continues the page's. One valid gzip member, whatever decoder reads it.
+"""
 
 from __future__ import annotations
 
-import gzip
+import struct
+import zlib
 from collections.abc import Callable, Hashable
+
+# gzip header: magic, deflate, no flags, mtime 0, no extra flags, unknown OS.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+_STORED_MAX = 0xFFFF
+
+
+def _stored_blocks(data: bytes) -> bytes:
+    """`data` as deflate stored blocks, the last one final (starts on a byte boundary)."""
+    chunks = [data[i : i + _STORED_MAX] for i in range(0, len(data), _STORED_MAX)] or [b""]
+    out = bytearray()
+    for index, chunk in enumerate(chunks):
+        final = index == len(chunks) - 1
+        out += bytes((1 if final else 0,)) + struct.pack("<HH", len(chunk), len(chunk) ^ 0xFFFF) + chunk
+    return bytes(out)
 
 
 class Page:
-    """A rendered page; its gzip form is made once, on first demand."""
+    """A rendered page; its open gzip form is made once, on first demand."""
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self._gzipped: bytes | None = None
+        self._open_gzip: bytes | None = None
+        self._crc = zlib.crc32(raw)
+        # The last tail and its forms: while the connections do not change, neither do they.
+        self._tail: bytes | None = None
+        self._joined = raw
+        self._joined_gzip: bytes | None = None
 
-    @property
-    def gzipped(self) -> bytes:
-        if self._gzipped is None:
-            self._gzipped = gzip.compress(self.raw, compresslevel=6, mtime=0)
-        return self._gzipped
+    def _deflated(self) -> bytes:
+        if self._open_gzip is None:
+            compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+            self._open_gzip = _GZIP_HEADER + compressor.compress(self.raw) + compressor.flush(zlib.Z_SYNC_FLUSH)
+        return self._open_gzip
+
+    def _remember(self, tail: bytes) -> None:
+        if tail != self._tail:
+            self._tail = tail
+            self._joined = self.raw + tail
+            self._joined_gzip = None
+
+    def body(self, tail: bytes = b"") -> bytes:
+        """The page followed by `tail`."""
+        self._remember(tail)
+        return self._joined
+
+    def gzipped(self, tail: bytes = b"") -> bytes:
+        """The page followed by `tail`, as one gzip member."""
+        self._remember(tail)
+        if self._joined_gzip is None:
+            trailer = struct.pack("<II", zlib.crc32(tail, self._crc), (len(self.raw) + len(tail)) & 0xFFFFFFFF)
+            self._joined_gzip = self._deflated() + _stored_blocks(tail) + trailer
+        return self._joined_gzip
 
 
 class PageCache:

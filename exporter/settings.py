@@ -114,8 +114,25 @@ OPTIONS: tuple[Option, ...] = (
         "--web.config.file",
         "ORPYCAMCP_WEB_CONFIG_FILE",
         None,
-        "exporter-toolkit web configuration (TLS, basic auth)",
+        "exporter-toolkit web configuration (TLS, basic auth); re-read when its files change and on SIGHUP",
         "FILE",
+    ),
+    Option(
+        "http_max_connections",
+        "--web.max-connections",
+        "ORPYCAMCP_WEB_MAX_CONNECTIONS",
+        None,
+        "HTTP connections held at most; at the cap the longest idle one is closed"
+        " (default: what the file-descriptor limit allows, at most 16384)",
+        "N",
+    ),
+    Option(
+        "head_timeout",
+        "--web.request-head-timeout",
+        "ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",
+        "5",
+        "seconds a client has to send a complete request head before it is disconnected",
+        "SECONDS",
     ),
     Option("log_format", "--log-format", "ORPYCAMCP_LOG_FORMAT", "text", "log format: text or json", "FORMAT"),
     Option(
@@ -142,6 +159,8 @@ class Settings:
     web_config_file: str | None
     log_format: str
     log_level: str
+    http_max_connections: int | None = None
+    head_timeout: float = 5.0
 
 
 def describe(name: str) -> str:
@@ -150,16 +169,53 @@ def describe(name: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced, for messages and logs."""
+    """The URL with any password replaced, for messages and logs.
+
+    A well-formed URL keeps its user; one whose authority does not parse
+    unambiguously (a reserved character left unencoded in the password) is
+    masked from the scheme to the last `@`, user included. Query parameters
+    named password are masked too.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url if "@" not in url else "***"
+    at = rest.rfind("@")
     try:
         parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+        netloc = parts.netloc
     except ValueError:
-        return "<unparsable URL>"
+        netloc = ""
+    if at >= 0:
+        if netloc.count("@") == 1 and rest.startswith(netloc) and at < len(netloc):
+            user, colon, _ = netloc.partition("@")[0].partition(":")
+            rest = (f"{user}:***" if colon else user) + rest[netloc.index("@") :]
+        else:
+            rest = "***" + rest[at:]
+    return f"{scheme}://{_redact_query(rest)}"
+
+
+def _redact_query(rest: str) -> str:
+    head, question, query = rest.partition("?")
+    if not question:
+        return rest
+    fields = [
+        f"{name}=***" if name.lower() in ("password", "sslpassword") and sep else f"{name}{sep}{value}"
+        for name, sep, value in (field.partition("=") for field in query.split("&"))
+    ]
+    return f"{head}?{'&'.join(fields)}"
+
+
+def ambiguous_authority(url: str) -> bool:
+    """True when the user or password holds a reserved character left unencoded, so that
+    parsers disagree on where the password ends (asyncpg splits at the first @, urllib at the last)."""
+    _, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return False
+    try:
+        netloc = urllib.parse.urlsplit(url).netloc
+    except ValueError:
+        return True
+    return netloc.count("@") != 1 or rest.rfind("@") >= len(netloc)
 
 
 def _seconds(name: str, raw: str) -> float:
@@ -200,11 +256,15 @@ def _listen(raw: str) -> tuple[str, int]:
 def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
     if raw is None or raw == "":
         return None
+    unencoded = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+    if ambiguous_authority(raw):
+        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {unencoded}")
     try:
         parts = urllib.parse.urlsplit(raw)
         parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError as exc:
-        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {exc}") from None
+    except ValueError:
+        # The parser's own words may quote part of the password: not repeated.
+        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL (a bad port?): {unencoded}") from None
     if parts.scheme not in schemes:
         raise ConfigError(describe(name), f"{redact_url(raw)}: scheme must be one of {', '.join(schemes)}")
     return raw
@@ -263,6 +323,7 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     database_url = _url("database_url", raw("database_url"), ("postgresql", "postgres"))
     redis_url = _url("redis_url", raw("redis_url"), ("redis", "rediss", "unix"))
     idle_raw = raw("idle_close")
+    http_cap_raw = raw("http_max_connections")
     return Settings(
         listen_host=host,
         listen_port=port,
@@ -278,4 +339,6 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         web_config_file=raw("web_config_file") or None,
         log_format=_choice("log_format", required("log_format"), ("text", "json")),
         log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),
+        http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
+        head_timeout=_seconds("head_timeout", required("head_timeout")),
     )

@@ -3,7 +3,7 @@
 Plain frozen data; it imports nothing from the exporter.
 """
 
-from registry.families import BY_NAME, FAMILIES, META, families_of
+from registry.families import BY_NAME, FAMILIES, META, PROCESS_FAMILIES, families_of
 from registry.model import Family, MetricType, RegistryError
 from registry.values import SIGNALS, VERSION
 
@@ -11,6 +11,7 @@ __all__ = [
     "BY_NAME",
     "FAMILIES",
     "META",
+    "PROCESS_FAMILIES",
     "SIGNALS",
     "VERSION",
     "Family",

@@ -6,7 +6,7 @@ label value is not declared here makes its signal unmeasured.
 
 from __future__ import annotations
 
-from registry.model import Family, RegistryError, check_unique, product, single
+from registry.model import Family, MetricType, RegistryError, check_unique, product, single
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
@@ -126,6 +126,19 @@ BUILD_INFO = Family(
     labels=("version",),
     combinations=single((VERSION,)),
 )
+# The HTTP server's own state, not a measurement: read when a page is sent
+# (exporter.http.connections), never cached with the measured families.
+HTTP_CONNECTIONS = Family(
+    name=PREFIX + "exporter_http_connections",
+    help="HTTP connections open now, idle ones included.",
+    signal=META,
+)
+HTTP_CONNECTIONS_SHED = Family(
+    name=PREFIX + "exporter_http_connections_shed_total",
+    help="HTTP connections closed to stay under the connection cap, the longest idle first.",
+    signal=META,
+    type=MetricType.COUNTER,
+)
 
 FAMILIES: tuple[Family, ...] = (
     SIGNAL_MEASURED,
@@ -143,9 +156,15 @@ FAMILIES: tuple[Family, ...] = (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
     BUILD_INFO,
+    HTTP_CONNECTIONS,
+    HTTP_CONNECTIONS_SHED,
 )
+# Rendered per request after the cached page: they must come last to keep registry order.
+PROCESS_FAMILIES: tuple[Family, ...] = (HTTP_CONNECTIONS, HTTP_CONNECTIONS_SHED)
 
 check_unique(FAMILIES)
+if FAMILIES[-len(PROCESS_FAMILIES) :] != PROCESS_FAMILIES:
+    raise RegistryError(PROCESS_FAMILIES[0].name, "the process families must close the registry")
 
 BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
 

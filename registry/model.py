@@ -44,6 +44,9 @@ class RegistryError(ValueError):
 
 class MetricType(StrEnum):
     GAUGE = "gauge"
+    # Only ever increases while the process lives; its name ends in _total,
+    # the name the text format 0.0.4 gives a counter's sample.
+    COUNTER = "counter"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class Family:
             raise RegistryError(self.name, "is not a valid metric name")
         if not self.help.strip():
             raise RegistryError(self.name, "needs a help text")
+        if (self.type is MetricType.COUNTER) != self.name.endswith("_total"):
+            raise RegistryError(self.name, "a counter's name, and only a counter's, ends in _total")
         if len(set(self.labels)) != len(self.labels):
             raise RegistryError(self.name, f"repeats a label in {self.labels}")
         for label in self.labels:

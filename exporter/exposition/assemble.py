@@ -7,8 +7,15 @@ from collections.abc import Mapping, Sequence
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
-from registry import FAMILIES, VERSION
-from registry.families import BUILD_INFO, SIGNAL_DURATION, SIGNAL_LAST_SUCCESS, SIGNAL_MEASURED
+from registry import FAMILIES, PROCESS_FAMILIES, VERSION
+from registry.families import (
+    BUILD_INFO,
+    HTTP_CONNECTIONS,
+    HTTP_CONNECTIONS_SHED,
+    SIGNAL_DURATION,
+    SIGNAL_LAST_SUCCESS,
+    SIGNAL_MEASURED,
+)
 
 
 def assemble(
@@ -34,4 +41,12 @@ def assemble(
             for sample in outcome.samples:
                 by_family[sample.family].append(sample)
     by_family[BUILD_INFO.name].append(Sample(BUILD_INFO.name, (VERSION,), 1))
-    return [FamilySamples(family, by_family[family.name]) for family in FAMILIES]
+    return [FamilySamples(family, by_family[family.name]) for family in FAMILIES if family not in PROCESS_FAMILIES]
+
+
+def assemble_connections(open_now: int, shed: int) -> list[FamilySamples]:
+    """The HTTP server's families, which close the page (see registry.PROCESS_FAMILIES)."""
+    return [
+        FamilySamples(HTTP_CONNECTIONS, [Sample(HTTP_CONNECTIONS.name, (), open_now)]),
+        FamilySamples(HTTP_CONNECTIONS_SHED, [Sample(HTTP_CONNECTIONS_SHED.name, (), shed)]),
+    ]

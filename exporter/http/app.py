@@ -4,7 +4,7 @@ the proxy barrier and, when configured, basic auth."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -15,6 +15,7 @@ from starlette.types import ASGIApp
 from exporter.http.auth import BasicAuth
 from exporter.http.endpoint import MetricsEndpoint
 from exporter.http.middleware import ExtraHeaders, ProxyBarrier
+from exporter.http.reload import StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import WebConfig
 from exporter.scrape import Exporter
 from registry import VERSION
@@ -27,7 +28,11 @@ LANDING_PAGE = f"""<!doctype html>
 """
 
 
-def create_app(exporter: Exporter, web: WebConfig | None = None) -> ASGIApp:
+def create_app(
+    exporter: Exporter, web: WebConfig | WebConfigSource | None = None, tail: Callable[[], bytes] | None = None
+) -> ASGIApp:
+    """The app; `web` may be reloaded while serving, `tail` renders what follows each page."""
+
     async def landing(request: Request) -> Response:
         return HTMLResponse(LANDING_PAGE)
 
@@ -50,11 +55,13 @@ def create_app(exporter: Exporter, web: WebConfig | None = None) -> ASGIApp:
         ],
         lifespan=lifespan,
     )
-    wrapped: ASGIApp = MetricsEndpoint(app, exporter)
-    web = web or WebConfig()
-    if web.headers:
-        wrapped = ExtraHeaders(wrapped, dict(web.headers))
-    if web.basic_auth_users:
-        wrapped = BasicAuth(wrapped, web.basic_auth_users)
+    wrapped: ASGIApp = MetricsEndpoint(app, exporter, tail)
+    source = web if not isinstance(web, WebConfig | None) else StaticWebConfig(web or WebConfig())
+    # A configuration that cannot change and asks for neither costs nothing per request.
+    fixed = source.current() if isinstance(source, StaticWebConfig) else None
+    if fixed is None or fixed.headers:
+        wrapped = ExtraHeaders(wrapped, source)
+    if fixed is None or fixed.basic_auth_users:
+        wrapped = BasicAuth(wrapped, source)
     # Outermost: a proxied request is refused before anything else, auth included.
     return ProxyBarrier(wrapped)

@@ -12,6 +12,8 @@ import bcrypt
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from exporter.http.reload import WebConfigSource
+
 # Compared against when the user is unknown, so timing does not tell users apart.
 _DUMMY_HASH = bcrypt.hashpw(b"orpycamcp-exporter", bcrypt.gensalt(rounds=10))
 _CACHE_LIMIT = 128
@@ -35,33 +37,42 @@ class BasicAuth:
     """401 unless the request carries a configured user and its password.
 
     bcrypt is slow on purpose; a verified (user, password) pair is remembered
-    by its SHA-256, so a scraper's every request does not pay for it again.
+    by its SHA-256, so a scraper's every request does not pay for it again; the
+    memory is forgotten whenever the users are reloaded. No user configured: no
+    authentication.
     """
 
-    def __init__(self, app: ASGIApp, users: Mapping[str, bytes]) -> None:
+    def __init__(self, app: ASGIApp, source: WebConfigSource) -> None:
         self.app = app
-        self.users = users
+        self.source = source
         self._verified: dict[bytes, bool] = {}
+        self._of: object = None
 
-    async def _check(self, user: str, password: str) -> bool:
+    async def _check(self, users: Mapping[str, bytes], user: str, password: str) -> bool:
+        if users is not self._of:
+            self._verified = {}
+            self._of = users
         key = hashlib.sha256(f"{user}\x00{password}".encode()).digest()
         known = self._verified.get(key)
         if known is not None:
             return known
-        hashed = self.users.get(user)
+        hashed = users.get(user)
         ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed or _DUMMY_HASH)
         ok = ok and hashed is not None
+        if users is not self._of:  # reloaded while bcrypt ran: answered, not remembered
+            return ok
         if len(self._verified) >= _CACHE_LIMIT:
             self._verified.clear()
         self._verified[key] = ok
         return ok
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        users = self.source.current().basic_auth_users
+        if scope["type"] != "http" or not users:
             await self.app(scope, receive, send)
             return
         given = credentials(scope["headers"])
-        if given is None or not await self._check(*given):
+        if given is None or not await self._check(users, *given):
             response = PlainTextResponse(
                 "Unauthorized\n", status_code=401, headers={"WWW-Authenticate": 'Basic realm="orpycamcp-exporter"'}
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -43,9 +44,12 @@ class MetricsEndpoint:
         (b"cache-control", b"no-store"),
     )
 
-    def __init__(self, app: ASGIApp, exporter: Exporter) -> None:
+    def __init__(self, app: ASGIApp, exporter: Exporter, tail: Callable[[], bytes] | None = None) -> None:
         self.app = app
         self.exporter = exporter
+        # The HTTP server's own families, which change with every connection: rendered
+        # per response and appended to the cached page, which they never invalidate.
+        self.tail = tail
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self.PATH:
@@ -64,11 +68,12 @@ class MetricsEndpoint:
             self.exporter.timeouts.scrape_wait(scrape_timeout(wanted[SCRAPE_TIMEOUT_HEADER]))
         )
         headers = list(self.COMMON_HEADERS)
+        tail = self.tail() if self.tail is not None else b""
         if accepts_gzip(wanted[b"accept-encoding"]):
-            payload = body.gzipped
+            payload = body.gzipped(tail)
             headers.append((b"content-encoding", b"gzip"))
         else:
-            payload = body.raw
+            payload = body.body(tail)
         headers.append((b"content-length", str(len(payload)).encode("latin-1")))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": payload if method == "GET" else b""})

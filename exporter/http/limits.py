@@ -1,5 +1,6 @@
 """uvicorn's httptools protocol with the limits it lacks: a request head must
-arrive within a time limit and fit in a size limit.
+arrive within a time limit and fit in a size limit, and every connection is
+accounted in a ConnectionBook, which sheds the longest idle one at the cap.
 
 uvicorn's keep-alive timeout only runs between requests, and httptools takes
 request lines and headers of any size; without these limits a client that
@@ -14,7 +15,9 @@ import asyncio
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-HEAD_TIMEOUT_SECONDS = 10.0
+from exporter.http.connections import ConnectionBook
+
+HEAD_TIMEOUT_SECONDS = 5.0
 MAX_HEAD_BYTES = 16 * 1024
 
 
@@ -25,12 +28,22 @@ class RequestHeadTooLarge(httptools.HttpParserError):
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     head_timeout = HEAD_TIMEOUT_SECONDS
     max_head_bytes = MAX_HEAD_BYTES
+    book: ConnectionBook | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        if self.book is not None and not self.book.opened(self):
+            transport.close()  # at the cap and every connection busy
+            return
         self._arm_head_timer()
+
+    def shed(self) -> None:
+        """Closed by the book to make room under the cap."""
+        self._disarm_head_timer()
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
@@ -66,8 +79,28 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_head_timer()
+        if self.book is not None:
+            self.book.busy(self)
         super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.book is not None:
+            self.book.idle(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        if self.book is not None:
+            self.book.closed(self)
         super().connection_lost(exc)
+
+
+def bounded_protocol(book: ConnectionBook, head_timeout: float) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class for one server: its book and its head time limit."""
+
+    class Protocol(BoundedHttpToolsProtocol):
+        pass
+
+    Protocol.book = book
+    Protocol.head_timeout = head_timeout
+    return Protocol

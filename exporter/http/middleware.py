@@ -5,6 +5,8 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from exporter.http.reload import WebConfigSource
+
 PROXY_HEADERS = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
 
 
@@ -23,16 +25,33 @@ class ProxyBarrier:
 
 
 class ExtraHeaders:
-    """Adds the web configuration's http_server_config.headers to every response."""
+    """Adds the web configuration's http_server_config.headers to every response
+    (the configuration's current ones: it may be reloaded)."""
 
-    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
+    def __init__(self, app: ASGIApp, source: WebConfigSource) -> None:
         self.app = app
-        self.headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+        self.source = source
+        self._of: object = None
+        self._headers: list[tuple[bytes, bytes]] = []
+
+    def _current(self) -> list[tuple[bytes, bytes]]:
+        headers = self.source.current().headers
+        if headers is not self._of:
+            self._headers = [
+                (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
+            ]
+            self._of = headers
+        return self._headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        extra = self._current()
+        if not extra or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *self.headers]}
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -1,10 +1,15 @@
-"""Serving the app with uvicorn, its limits set deliberately."""
+"""Serving the app with uvicorn, its limits set deliberately: connections
+counted and capped from the file-descriptor budget, request heads timed, the
+web configuration reloaded, and every signal that stops the process logged."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
+import socket
 import ssl
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -12,76 +17,137 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from exporter.http.app import create_app
-from exporter.http.limits import BoundedHttpToolsProtocol
+from exporter.http.connections import ConnectionBook
+from exporter.http.fdlimit import connection_cap, raise_fd_limit
+from exporter.http.limits import BoundedHttpToolsProtocol, bounded_protocol
+from exporter.http.listen import bind, show_address
+from exporter.http.reload import ReloadingWebConfig, StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import TlsConfig, WebConfig
 from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import Settings
 
+log = logging.getLogger("orpycamcp.server")
+
+# Signals whose default action would end the process without a word: logged and ignored.
+IGNORED_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+
 
 class TlsUvicornConfig(uvicorn.Config):
     """uvicorn's config with the SSL context built from the web configuration
-    (minimum TLS version and client-certificate policy included)."""
+    (minimum TLS version and client-certificate policy included), or handed
+    over by the reloading web configuration."""
 
-    def __init__(self, app: ASGIApp, tls: TlsConfig, **kwargs: Any) -> None:
+    def __init__(self, app: ASGIApp, tls: TlsConfig, context: Callable[[], ssl.SSLContext], **kwargs: Any) -> None:
         self.tls = tls
+        self.make_context = context
         super().__init__(app, ssl_certfile=tls.cert_file, ssl_keyfile=tls.key_file, **kwargs)
 
     def load(self) -> None:
         super().load()
-        self.ssl: ssl.SSLContext | None = self.tls.context()
+        self.ssl: ssl.SSLContext | None = self.make_context()
 
 
-log = logging.getLogger("orpycamcp.server")
-
-
-def uvicorn_config(settings: Settings, exporter: Exporter, web: WebConfig) -> uvicorn.Config:
+def uvicorn_config(
+    settings: Settings,
+    exporter: Exporter,
+    web: WebConfig | WebConfigSource,
+    book: ConnectionBook | None = None,
+) -> uvicorn.Config:
+    protocol = bounded_protocol(book, settings.head_timeout) if book is not None else BoundedHttpToolsProtocol
     options: dict[str, Any] = dict(
         host=settings.listen_host,
         port=settings.listen_port,
         loop="uvloop",
-        # httptools with a time and size limit on request heads.
-        http=BoundedHttpToolsProtocol,
+        # httptools with a time and size limit on request heads, and the connection book.
+        http=protocol,
         lifespan="on",
         log_config=None,  # our own logging setup stays in place
         access_log=False,
         server_header=False,
         # Proxy headers are refused outright, never trusted.
         proxy_headers=False,
-        # Slow or idle clients do not hold connections open.
+        # Idle keep-alive connections are closed after this; heads must arrive within head_timeout.
         timeout_keep_alive=15,
         timeout_graceful_shutdown=4,
-        limit_concurrency=1000,
-        backlog=512,
+        # No request-level limit (uvicorn's answers 503 to a scraper once enough idle
+        # sockets are open); the connection book caps connections, shedding idle ones.
+        limit_concurrency=None,
+        backlog=4096,
     )
-    app = create_app(exporter, web)
-    if web.tls is not None:
-        return TlsUvicornConfig(app, tls=web.tls, **options)
-    return uvicorn.Config(app, **options)
+    source = web if not isinstance(web, WebConfig) else StaticWebConfig(web)
+    app = create_app(exporter, source, book.tail if book is not None else None)
+    current = source.current()
+    if current.tls is None:
+        return uvicorn.Config(app, **options)
+    tls = current.tls
+    make_context = source.server_context if isinstance(source, ReloadingWebConfig) else tls.context
+    return TlsUvicornConfig(app, tls=tls, context=make_context, **options)
 
 
-def serve(settings: Settings, web: WebConfig) -> int:
+def serve(settings: Settings, web: WebConfig, listener: socket.socket | None = None) -> int:
+    """Serve until a signal stops it; raises ListenError when the address cannot be bound."""
+    listener = listener or bind(settings.listen_host, settings.listen_port)
+    budget = raise_fd_limit()
+    book = ConnectionBook(connection_cap(budget, settings.max_connections, settings.http_max_connections))
+    source: WebConfigSource = (
+        ReloadingWebConfig(settings.web_config_file, web) if settings.web_config_file else StaticWebConfig(web)
+    )
     exporter = build_exporter(settings)
-    server = uvicorn.Server(uvicorn_config(settings, exporter, web))
+    server = uvicorn.Server(uvicorn_config(settings, exporter, source, book))
     log.info(
-        "serving signals %s on %s:%d (ttl %gs, deadline %gs)",
+        "serving signals %s on %s (ttl %gs, deadline %gs, at most %d connections, request heads within %gs)",
         ",".join(settings.signals),
-        settings.listen_host,
-        settings.listen_port,
+        show_address(settings.listen_host, settings.listen_port),
         settings.ttl,
         settings.deadline,
+        book.cap,
+        settings.head_timeout,
     )
     # uvicorn handles SIGINT/SIGTERM itself (in-flight requests finish, then the
     # lifespan closes the pool) and re-raises the signal once done: make that
     # re-raise a no-op so a requested shutdown exits 0.
-    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    handlers: dict[int, Callable[[int, FrameType | None], Any]] = {
+        signal.SIGINT: _stopped,
+        signal.SIGTERM: _stopped,
+        signal.SIGHUP: _reloader(source),
+        **{sig: _ignored for sig in IGNORED_SIGNALS},
+    }
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:
-        server.run()
+        server.run(sockets=[listener])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        listener.close()
     return 0 if server.started else 1
 
 
-def _ignore(signum: int, frame: FrameType | None) -> None:
-    log.info("stopped by signal %d", signum)
+def _name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    log.info("stopped by signal %s", _name(signum))
+
+
+def _ignored(signum: int, frame: FrameType | None) -> None:
+    log.warning("signal %s ignored (SIGTERM or SIGINT stop the exporter, SIGHUP reloads the web config)", _name(signum))
+
+
+def _reloader(source: WebConfigSource) -> Callable[[int, FrameType | None], None]:
+    def reload() -> None:
+        if isinstance(source, ReloadingWebConfig):
+            if not source.check(why="SIGHUP"):
+                log.info("SIGHUP: web config %s kept as it was", source.path)
+        else:
+            log.info("SIGHUP: there is no --web.config.file to reload")
+
+    def on_hangup(signum: int, frame: FrameType | None) -> None:
+        # Run by the event loop, not inside whatever the signal interrupted.
+        try:
+            asyncio.get_running_loop().call_soon_threadsafe(reload)
+        except RuntimeError:  # not serving yet, or any more
+            reload()
+
+    return on_hangup

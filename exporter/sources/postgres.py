@@ -25,12 +25,19 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from exporter.errors import TenantListUnreadable
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.identifiers import tenant_schema
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
 
+# Errors that say public.tenants itself is missing or out of the role's reach.
+UNREADABLE_TENANT_LIST = (
+    asyncpg.exceptions.UndefinedTableError,
+    asyncpg.exceptions.InsufficientPrivilegeError,
+    asyncpg.exceptions.UndefinedColumnError,
+)
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
 
 
@@ -215,7 +222,10 @@ class Postgres:
             task.exception()  # retrieved here too, in case every reader gave up waiting
 
     async def _read_tenants(self) -> list[str]:
-        rows = await self.fetch(ACTIVE_TENANTS_SQL)
+        try:
+            rows = await self.fetch(ACTIVE_TENANTS_SQL)
+        except UNREADABLE_TENANT_LIST as exc:
+            raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(

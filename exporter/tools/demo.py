@@ -51,8 +51,15 @@ async def load_demo_streams(url: str) -> None:
 
 
 def run_demo(values: Mapping[str, Any]) -> int:
+    """Raises ConfigError or ListenError (the CLI's exit 2) before starting anything."""
+    from exporter.http.listen import bind
     from exporter.http.server import serve
 
+    # The options checked, and the port taken, before any server starts or any URL is printed.
+    checked = load(
+        {**values, "database_url": "postgresql://demo@127.0.0.1/demo", "redis_url": "redis://127.0.0.1"}, os.environ
+    )
+    listener = bind(checked.listen_host, checked.listen_port)
     print("starting a throwaway PostgreSQL ...", file=sys.stderr)
     postgres: LocalPostgres | None = None
     redis_server: LocalRedis | None = None
@@ -77,11 +84,12 @@ def run_demo(values: Mapping[str, Any]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return serve(settings, WebConfig())
+        return serve(settings, WebConfig(), listener)
     except ServerUnavailable as exc:
         print(f"orpycamcp-exporter demo: {exc}", file=sys.stderr)
         return 1
     finally:
+        listener.close()
         if redis_server is not None:
             redis_server.remove()
         if postgres is not None:

@@ -23,6 +23,10 @@ HINTS: dict[Reason, str] = {
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
     f" ({PG_LOCKS}) or raise --deadline",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",
+    Reason.TENANT_LIST_UNREADABLE: "the exporter lists tenants from public.tenants: create it"
+    " (exporter/contract/contract.sql) or grant the role read access:"
+    " GRANT USAGE ON SCHEMA public TO orpycamcp_exporter; GRANT SELECT ON public.tenants TO orpycamcp_exporter"
+    " (exporter/contract/grants.sql)",
     Reason.MISSING_TABLE: "the tenant's schema lacks a contract table: finish its provisioning, or set its"
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
