@@ -10,7 +10,7 @@ from registry.values import STREAM_GROUPS
 def test_every_family_is_a_prefixed_gauge_with_help() -> None:
     for family in FAMILIES:
         assert family.name.startswith("orpycamcp_")
-        assert family.type.value == "gauge"
+        assert family.type.value == ("counter" if family.name.endswith("_total") else "gauge")
         assert family.help
 
 
