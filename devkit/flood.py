@@ -45,7 +45,7 @@ class FloodFigures:
 
 class FloodPlan(NamedTuple):
     port: int
-    count: int
+    connections: int
     mode: str
     seconds: float
 
@@ -58,10 +58,10 @@ def raise_fd_limit() -> None:
 
 async def flood(plan: FloodPlan) -> FloodFigures:
     """Hold the connections for `plan.seconds`, or until SIGTERM."""
-    figures = FloodFigures(plan.mode, plan.count)
+    figures = FloodFigures(plan.mode, plan.connections)
     started = time.monotonic()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: stop.set())
     stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     asyncio.get_running_loop().call_later(plan.seconds, stop.set)
     gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
     held = 0
@@ -81,7 +81,7 @@ async def flood(plan: FloodPlan) -> FloodFigures:
             held += 1
             if held > figures.held_max:
                 figures.held_max = held
-                if held >= plan.count and figures.seconds_to_full is None:
+                if held >= plan.connections and figures.seconds_to_full is None:
                     figures.seconds_to_full = round(time.monotonic() - started, 2)
             try:
                 if plan.mode == "idle":
@@ -105,7 +105,7 @@ async def flood(plan: FloodPlan) -> FloodFigures:
                 held -= 1
                 writer.close()
 
-    tasks = [asyncio.get_running_loop().create_task(one()) for _ in range(plan.count)]
+    tasks = [asyncio.get_running_loop().create_task(one()) for _ in range(plan.connections)]
     await stop.wait()
     for task in tasks:
         task.cancel()

@@ -149,3 +149,13 @@ class TenantListUnreadable(MeasurementError):
         self.sqlstate = sqlstate
         self.problem = problem
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
+
+
+class SocketNotFound(MeasurementError):
+    """A unix socket (or its directory) that does not exist: the path is named."""
+
+    reason = Reason.CONNECTION_ERROR
+
+    def __init__(self, source: str, path: str) -> None:
+        self.path = path
+        super().__init__(source, f"no socket at {path} (is the server running, and is the directory right?)")

@@ -69,10 +69,9 @@ class ConnectionBook:
         self._idle.pop(connection, None)
 
     def idle(self, connection: Sheddable) -> None:
-        """The response is sent: the connection waits for the next request."""
-        if connection in self._open:
-            self._idle[connection] = None
-            self._idle.move_to_end(connection)
+        """The response is sent: the connection, open still, waits for the next request.
+        (busy() took it out, so it goes in last: the most recently idle.)"""
+        self._idle[connection] = None
 
     def closed(self, connection: Sheddable) -> None:
         self._open.discard(connection)

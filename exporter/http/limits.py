@@ -85,7 +85,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self.book is not None:
+        if self.book is not None and not self.transport.is_closing():
             self.book.idle(self)
 
     def connection_lost(self, exc: Exception | None) -> None:

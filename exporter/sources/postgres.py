@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from exporter.errors import TenantListUnreadable
+from exporter.errors import SocketNotFound, TenantListUnreadable
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.identifiers import tenant_schema
+from exporter.sources.sockets import postgres_socket
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -120,11 +121,14 @@ class Postgres:
 
     async def _connect(self) -> asyncpg.Connection:
         s = self.settings
-        connection: asyncpg.Connection = await asyncpg.connect(
-            s.url,
-            timeout=self.timeouts.connect,
-            server_settings=session_settings(s, self.timeouts),
-        )
+        try:
+            connection: asyncpg.Connection = await asyncpg.connect(
+                s.url,
+                timeout=self.timeouts.connect,
+                server_settings=session_settings(s, self.timeouts),
+            )
+        except FileNotFoundError:
+            raise SocketNotFound("postgres", postgres_socket(s.url)) from None
         return connection
 
     async def _first_free_lane(self) -> _Lane:

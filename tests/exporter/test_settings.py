@@ -107,3 +107,28 @@ def test_cli_version() -> None:
     done = subprocess.run([sys.executable, "-m", "exporter", "--version"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
     assert done.stdout.strip() == "orpycamcp-exporter 0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://exp:p@ss:w/rd%#@host:5432/db", "postgresql://***@host:5432/db"),
+        ("postgresql://u:a?b#c@h/db", "postgresql://***@h/db"),
+        ("postgresql://:pw@[::1]:5432/db", "postgresql://:***@[::1]:5432/db"),
+        ("postgresql://u:p%40ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u@h/db?sslmode=require&password=s3cret", "postgresql://u@h/db?sslmode=require&password=***"),
+        ("postgresql://u:pw@[::1/db", "postgresql://***@[::1/db"),
+        ("not a url @ all", "***"),
+    ],
+)
+def test_redact_url_masks_malformed_urls_up_to_the_last_at(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize("url", ["postgresql://exp:p@ss@h/db", "postgresql://u:a/b@h/db", "postgresql://u:x#y@h/db"])
+def test_an_ambiguous_password_is_refused_without_being_quoted(url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load({"database_url": url}, {})
+    assert "percent-encode" in str(raised.value)
+    for fragment in ("ss@h", "a/b", "x#y"):
+        assert fragment not in str(raised.value)

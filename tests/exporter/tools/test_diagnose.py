@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -72,3 +73,44 @@ def test_metrics_prints_the_registry_table() -> None:
     done = run("metrics")
     assert done.returncode == 0
     assert done.stdout == metrics_table()
+
+
+def test_a_missing_socket_directory_is_named() -> None:
+    done = run("diagnose", "--database-url", "postgresql://u@/db?host=/no/such/dir", "--deadline", "2")
+    assert done.returncode == 1
+    assert "no socket at /no/such/dir/.s.PGSQL.5432" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_busy_listen_address_is_one_line_and_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for command in ("serve", "demo"):
+            done = run(
+                command,
+                "--database-url",
+                "postgresql://u:p@127.0.0.1:9/db",
+                "--web.listen-address",
+                f"127.0.0.1:{port}",
+            )
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.strip().splitlines() == [
+                f"orpycamcp-exporter: cannot listen on 127.0.0.1:{port}: the address is already in use"
+                " (set another with --web.listen-address)"
+            ]
+            assert "demo exporter" not in done.stdout + done.stderr
+
+
+def test_a_mistyped_option_shows_the_commands_usage() -> None:
+    done = run("serve", "--databse-url", "postgresql://u@h/db")
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: orpycamcp-exporter serve ")
+    assert "unrecognized arguments: --databse-url" in done.stderr
+
+
+def test_ipv6_addresses_are_shown_in_brackets() -> None:
+    done = run("check-config", "--database-url", "postgresql://u@h/db", "--web.listen-address", "[::1]:9874")
+    assert done.returncode == 0
+    assert "on [::1]:9874" in done.stdout
