@@ -128,3 +128,17 @@ class SourceNotConfigured(MeasurementError):
     def __init__(self, signal: str, source: str) -> None:
         self.source = source
         super().__init__(signal, f"no {source} is configured")
+
+
+class BacklogConfigError(ConfigError):
+    """The backlogs file declares something the exporter refuses; names the backlog and the key."""
+
+    def __init__(self, setting: str, backlog: str | None, key: str | None, problem: str) -> None:
+        self.backlog = backlog
+        self.key = key
+        where = ", ".join(
+            part
+            for part in (f"backlog {backlog!r}" if backlog is not None else "", f"key {key!r}" if key else "")
+            if part
+        )
+        super().__init__(setting, f"{where}: {problem}" if where else problem)

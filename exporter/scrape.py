@@ -13,14 +13,16 @@ from exporter.outcomes import Outcome
 from exporter.page import Page, PageCache
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
+from registry import Registry
 
 # Per signal, in order: the generation of its outcome, and whether this scrape reports it.
 PageKey = tuple[tuple[int, bool], ...]
 
 
 class Exporter:
-    def __init__(self, caches: Sequence[SignalCache], sources: Sources, timeouts: Timeouts) -> None:
+    def __init__(self, caches: Sequence[SignalCache], sources: Sources, timeouts: Timeouts, registry: Registry) -> None:
         self.sources = sources
+        self.registry = registry
         self.timeouts = timeouts
         self._caches = {cache.signal.name: cache for cache in caches}
         self._pages = PageCache()
@@ -51,7 +53,7 @@ class Exporter:
         outcomes: dict[str, Outcome | None] = dict(zip(names, results, strict=True))
         last = {name: cache.last for name, cache in self._caches.items()}
         key = self._key([outcome is not None for outcome in results])
-        return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last)))
+        return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last, self.registry)))
 
     async def close(self) -> None:
         await self.sources.close()

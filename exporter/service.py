@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.scrape import Exporter
 from exporter.settings import Settings
-from exporter.signals import BY_NAME
+from exporter.signals import BY_NAME, Signal, backlog
 from exporter.sources import Sources
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
+from registry import BUILTIN, Registry, extended
+from registry.backlogs import backlog_families
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What this process can measure: the registry, extended at start with the
+    declared backlogs' families, and every signal by name (built-in first)."""
+
+    registry: Registry
+    signals: Mapping[str, Signal]
+
+
+BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
+
+
+def catalog_of(backlogs: tuple[Backlog, ...]) -> Catalog:
+    if not backlogs:
+        return BUILTIN_CATALOG
+    declared = tuple((b.name, b.groups, b.oldest is not None) for b in backlogs)
+    registry = extended(tuple(b.name for b in backlogs), backlog_families(declared))
+    return Catalog(registry, {**BY_NAME, **{b.name: backlog.signal(b) for b in backlogs}})
 
 
 def timeouts_of(settings: Settings) -> Timeouts:
@@ -40,5 +66,9 @@ def build_sources(settings: Settings) -> Sources:
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings)
-    caches = [SignalCache(BY_NAME[name], sources, settings.ttl, timeouts, clock) for name in settings.signals]
-    return Exporter(caches, sources, timeouts)
+    catalog = catalog_of(settings.backlogs)
+    caches = [
+        SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
+        for name in settings.signals
+    ]
+    return Exporter(caches, sources, timeouts, catalog.registry)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.backlogs import Backlog, load_backlogs
 from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
@@ -58,7 +59,8 @@ OPTIONS: tuple[Option, ...] = (
         "--signals",
         "ORPYCAMCP_SIGNALS",
         None,
-        "comma-separated signals to enable (default: every signal whose source is configured)",
+        "comma-separated signals (declared backlogs included) to enable (default: every signal whose source is"
+        " configured)",
         "LIST",
     ),
     Option(
@@ -110,6 +112,14 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option(
+        "backlogs_file",
+        "--backlogs.config-file",
+        "ORPYCAMCP_BACKLOGS_FILE",
+        None,
+        "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
+        "FILE",
+    ),
+    Option(
         "web_config_file",
         "--web.config.file",
         "ORPYCAMCP_WEB_CONFIG_FILE",
@@ -142,6 +152,7 @@ class Settings:
     web_config_file: str | None
     log_format: str
     log_level: str
+    backlogs: tuple[Backlog, ...] = ()
 
 
 def describe(name: str) -> str:
@@ -217,10 +228,17 @@ def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _signals(raw: str | None, database_url: str | None, redis_url: str | None) -> tuple[str, ...]:
+def _signals(
+    raw: str | None, database_url: str | None, redis_url: str | None, backlogs: tuple[Backlog, ...]
+) -> tuple[str, ...]:
     configured = {Source.POSTGRES: database_url is not None, Source.REDIS: redis_url is not None}
+    # Declared backlogs read PostgreSQL, after the built-in signals.
+    sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
+    sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
+    if backlogs and database_url is None:
+        raise ConfigError(describe("database_url"), f"the declared backlogs ({describe('backlogs_file')}) need it")
     if raw is None:
-        enabled = tuple(name for name, signal in SIGNALS_BY_NAME.items() if configured[signal.source])
+        enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
             raise ConfigError(describe("database_url"), "no PostgreSQL database or Redis is configured")
         return enabled
@@ -228,14 +246,14 @@ def _signals(raw: str | None, database_url: str | None, redis_url: str | None) -
     if not names:
         raise ConfigError(describe("signals"), "names no signal")
     for name in names:
-        if name not in SIGNALS_BY_NAME:
-            raise ConfigError(describe("signals"), f"unknown signal {name!r} (known: {', '.join(SIGNALS_BY_NAME)})")
-        source = SIGNALS_BY_NAME[name].source
+        if name not in sources:
+            raise ConfigError(describe("signals"), f"unknown signal {name!r} (known: {', '.join(sources)})")
+        source = sources[name]
         if not configured[source]:
             needed = "database_url" if source is Source.POSTGRES else "redis_url"
             raise ConfigError(describe(needed), f"signal {name!r} needs it")
     # Registry order, whatever order they were given in.
-    return tuple(name for name in SIGNALS_BY_NAME if name in names)
+    return tuple(name for name in sources if name in names)
 
 
 def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
@@ -263,12 +281,14 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     database_url = _url("database_url", raw("database_url"), ("postgresql", "postgres"))
     redis_url = _url("redis_url", raw("redis_url"), ("redis", "rediss", "unix"))
     idle_raw = raw("idle_close")
+    backlogs_file = raw("backlogs_file")
+    backlogs = load_backlogs(backlogs_file, describe("backlogs_file")) if backlogs_file else ()
     return Settings(
         listen_host=host,
         listen_port=port,
         database_url=database_url,
         redis_url=redis_url,
-        signals=_signals(raw("signals"), database_url, redis_url),
+        signals=_signals(raw("signals"), database_url, redis_url, backlogs),
         ttl=ttl,
         deadline=deadline,
         max_connections=_count("max_connections", required("max_connections"), 1, 64),
@@ -278,4 +298,5 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         web_config_file=raw("web_config_file") or None,
         log_format=_choice("log_format", required("log_format"), ("text", "json")),
         log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),
+        backlogs=backlogs,
     )

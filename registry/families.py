@@ -6,7 +6,9 @@ label value is not declared here makes its signal unmeasured.
 
 from __future__ import annotations
 
-from registry.model import Family, RegistryError, check_unique, product, single
+from dataclasses import replace
+
+from registry.model import Family, Registry, RegistryError, check_unique, product, single
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
@@ -158,3 +160,22 @@ def families_of(signal: str) -> tuple[Family, ...]:
 for _signal in SIGNALS:
     if not families_of(_signal):
         raise RegistryError(_signal, "signal has no value family in the registry")
+
+
+def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry:
+    """The built-in registry extended with more signals and their value families
+    (declared at start): the per-signal families then accept the new signals too,
+    and the new families come after the built-in ones, before build_info."""
+    everything = SIGNALS + signals
+    meta = tuple(
+        replace(family, combinations=single(everything))
+        for family in (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
+    )
+    return Registry(
+        families=(*meta, *(family for family in FAMILIES if family.signal != META), *families, BUILD_INFO),
+        signals=everything,
+        meta=META,
+    )
+
+
+BUILTIN: Registry = extended((), ())

@@ -7,12 +7,15 @@ from collections.abc import Mapping, Sequence
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
-from registry import FAMILIES, VERSION
+from registry import VERSION, Registry
 from registry.families import BUILD_INFO, SIGNAL_DURATION, SIGNAL_LAST_SUCCESS, SIGNAL_MEASURED
 
 
 def assemble(
-    enabled: Sequence[str], outcomes: Mapping[str, Outcome | None], last: Mapping[str, Outcome | None]
+    enabled: Sequence[str],
+    outcomes: Mapping[str, Outcome | None],
+    last: Mapping[str, Outcome | None],
+    registry: Registry,
 ) -> list[FamilySamples]:
     """Families for one scrape.
 
@@ -20,18 +23,23 @@ def assemble(
     (None: not measured in time for it); `last` the last finished outcome,
     whose last-success time and duration are kept when this scrape has none.
     """
-    by_family: dict[str, list[Sample]] = {family.name: [] for family in FAMILIES}
+    # Keyed by family and signal: the parts of a shared family (one per
+    # declared backlog) each keep their own labels.
+    by_family: dict[tuple[str, str], list[Sample]] = {(f.name, f.signal): [] for f in registry.families}
+    meta = registry.meta
     for signal in enabled:
         outcome = outcomes.get(signal)
         known = outcome or last.get(signal)
         measured = outcome is not None and outcome.samples is not None
-        by_family[SIGNAL_MEASURED.name].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
+        by_family[SIGNAL_MEASURED.name, meta].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
         if known is not None and known.last_success is not None:
-            by_family[SIGNAL_LAST_SUCCESS.name].append(Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success))
+            by_family[SIGNAL_LAST_SUCCESS.name, meta].append(
+                Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success)
+            )
         if known is not None:
-            by_family[SIGNAL_DURATION.name].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
+            by_family[SIGNAL_DURATION.name, meta].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
         if outcome is not None and outcome.samples is not None:
             for sample in outcome.samples:
-                by_family[sample.family].append(sample)
-    by_family[BUILD_INFO.name].append(Sample(BUILD_INFO.name, (VERSION,), 1))
-    return [FamilySamples(family, by_family[family.name]) for family in FAMILIES]
+                by_family[sample.family, signal].append(sample)
+    by_family[BUILD_INFO.name, meta].append(Sample(BUILD_INFO.name, (VERSION,), 1))
+    return [FamilySamples(family, by_family[family.name, family.signal]) for family in registry.families]

@@ -219,9 +219,10 @@ class Postgres:
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(
-        self, signal: str, batch_sql: Callable[[Sequence[str]], str]
+        self, signal: str, batch_sql: Callable[[Sequence[str]], str], args: Sequence[object] = ()
     ) -> list[asyncpg.Record]:
-        """Run `batch_sql` over every active tenant's schema, batch by batch.
+        """Run `batch_sql` over every active tenant's schema, batch by batch,
+        binding `args` to every batch's statement.
 
         Each batch is one prepared statement in its own transaction. The
         batches are split into contiguous ranges, one per lane; the lanes run
@@ -236,7 +237,7 @@ class Postgres:
         slugs = await self.active_tenant_slugs()
         batches = tenant_batches(slugs, self.settings.batch_size)
         statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
-        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements))
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args))
         self._passes[signal] = task
         task.add_done_callback(lambda done: self._pass_done(signal, done))
         # Shielded: a measurement cut at its deadline leaves the pass running to
@@ -251,7 +252,9 @@ class Postgres:
         if not task.cancelled():
             task.exception()  # retrieved here too, in case the measurement gave up waiting
 
-    async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
+    async def _run_batches(
+        self, signal: str, statements: Sequence[str], args: Sequence[object]
+    ) -> list[asyncpg.Record]:
         # Each signal starts on its own lane: with few batches the signals run
         # side by side instead of queueing on the first lane. Every lane still
         # reads one contiguous share of each signal's tenants.
@@ -274,7 +277,7 @@ class Postgres:
                         self.prepares += 1
                         lane.prepared[sql] = statement
                     used.add(sql)
-                    rows.extend(await statement.fetch(timeout=self.timeouts.client))
+                    rows.extend(await statement.fetch(*args, timeout=self.timeouts.client))
                 progress.done(signal, len(statements))
             # Statements of this signal no longer needed (the tenants changed)
             # are released, and closed on the server with the next prepare.
