@@ -178,7 +178,8 @@ def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise BacklogConfigError(setting, None, None, f"not valid YAML{where}: {problem}") from None
+        kind = "refused" if isinstance(exc, yaml.constructor.ConstructorError) else "not valid YAML"
+        raise BacklogConfigError(setting, None, None, f"{kind}{where}: {problem}") from None
     return _Reader(setting).document(raw)
 
 
@@ -187,4 +188,4 @@ def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BacklogConfigError(setting, None, None, f"cannot read {path}: {exc}") from None
-    return parse_backlogs(text, setting)
+    return parse_backlogs(text, f"{setting} {path}")
