@@ -3,7 +3,6 @@ and every way a backlog becomes unmeasured instead of wrong."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -53,14 +52,14 @@ async def refresh(exporter: Exporter) -> Page:
 
 
 @pytest.fixture
-async def tenants(platform: Platform) -> AsyncIterator[Platform]:
+async def tenants(platform: Platform) -> Platform:
     """acme (active), globex (suspended: measured), initech (provisioning: skipped), each with a dead-letter queue."""
     await platform.add_tenant("acme")
     await platform.add_tenant("globex", status="suspended")
     await platform.add_tenant("initech", provisioning_status="provisioning")
     for slug in ("acme", "globex", "initech"):
         await platform.add_dead_letter_queue(slug)
-    yield platform
+    return platform
 
 
 async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, tmp_path: Path) -> None:
@@ -223,7 +222,8 @@ async def test_a_group_value_outside_the_declared_groups_makes_the_backlog_unmea
             "billing_sync",
         )
         outcome = exporter.caches["kyc_dead_letters"].last
-        assert outcome is not None and outcome.failure is not None
+        assert outcome is not None
+        assert outcome.failure is not None
         assert outcome.failure.reason == "unregistered_value"
         assert "billing_sync" in outcome.failure.detail
     finally:
@@ -237,7 +237,8 @@ async def test_a_missing_table_in_one_tenant_makes_the_backlog_unmeasured(tenant
             tenants, exporter, "kyc_dead_letters", "DROP TABLE tenant_globex.dead_letter_queue"
         )
         outcome = exporter.caches["kyc_dead_letters"].last
-        assert outcome is not None and outcome.failure is not None
+        assert outcome is not None
+        assert outcome.failure is not None
         assert outcome.failure.reason == "missing_table"
     finally:
         await exporter.close()
@@ -262,7 +263,8 @@ async def test_a_null_in_the_group_or_timestamp_column_makes_the_backlog_unmeasu
             task_name,
         )
         outcome = exporter.caches["kyc_dead_letters"].last
-        assert outcome is not None and outcome.failure is not None
+        assert outcome is not None
+        assert outcome.failure is not None
         assert outcome.failure.reason == "contract_violation"
         assert f"dead_letter_queue.{where}: NULL" in outcome.failure.detail
     finally:
@@ -279,7 +281,8 @@ async def test_a_value_of_the_wrong_type_for_its_column_is_a_contract_violation(
         page = await scrape(exporter)
         assert page.measured("outbox") == 0
         outcome = exporter.caches["outbox"].last
-        assert outcome is not None and outcome.failure is not None
+        assert outcome is not None
+        assert outcome.failure is not None
         assert outcome.failure.reason == "contract_violation"
     finally:
         await exporter.close()
