@@ -61,7 +61,9 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
         try:
             table = await explained_table(backlog, postgres)
             scans = [] if table is None else await sequential_scans(backlog, postgres, table)
-        except Exception:  # noqa: S112 -- a backlog that cannot be read is reported by its measurement
+        except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
+            failure = classify(exc, settings.deadline)
+            say(f"     {backlog.name}: plan not checked: {failure.reason}")
             continue
         for scan in scans:
             say(

@@ -68,7 +68,7 @@ async def explained_table(backlog: Backlog, postgres: Postgres) -> str | None:
 async def sequential_scans(backlog: Backlog, postgres: Postgres, table: str) -> list[SeqScan]:
     """Whole-table reads of more than SEQSCAN_ROWS rows in the plan of one branch."""
     where, args = predicate(backlog)
-    rows = await postgres.fetch("EXPLAIN (FORMAT JSON) " + branch_sql(backlog, table, where), *args)
+    rows = await postgres.fetch("EXPLAIN (FORMAT JSON, VERBOSE) " + branch_sql(backlog, table, where), *args)
     plan = json.loads(rows[0][0])[0]["Plan"]
     found = []
     for node in _nodes(plan):
