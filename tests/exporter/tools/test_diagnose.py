@@ -148,7 +148,8 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
     for backlog in ("kyc_dead_letters", "outbox"):
         assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
     assert (
-        "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox | `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`"
+        "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox |"
+        " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`"
         in done.stdout
     )
     assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
