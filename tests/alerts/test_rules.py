@@ -37,6 +37,8 @@ ROLES = (*HEALTH_ROLES, "value")
 ALERT_NAME = re.compile(r"^Orpycamcp(?:[A-Z][a-z0-9]+)+$")
 RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:max$")
 SUM = re.compile(r"\bsum(?:_over_time)?\b")
+# Declared-backlog alerts take `signal` from the series: the backlog's name.
+SIGNAL_FROM_BACKLOG = '"signal", "$1", "backlog", "(.+)"'
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -106,7 +108,10 @@ def test_alert_labels(name: str) -> None:
     assert labels.get("severity") in SEVERITIES
     role = labels.get("orpycamcp_role")
     assert role in ROLES
-    if role == "value":
+    if role == "value" and name.startswith("OrpycamcpBacklog"):
+        assert "signal" not in labels, "a backlog alert takes `signal` from its backlog"
+        assert SIGNAL_FROM_BACKLOG in str(alert_rule(name)["expr"])
+    elif role == "value":
         assert labels.get("signal") in SIGNALS, "a value alert names its signal"
     else:
         assert "signal" not in labels, "health alerts take `signal` from the series, if any"
@@ -329,9 +334,11 @@ def test_value_alerts_are_inhibited_by_their_signal_unmeasured() -> None:
     alerts = fired_labels()
     unmeasured = alerts["OrpycamcpSignalUnmeasured"]
     values = [labels for labels in alerts.values() if role_of(labels) == "value"]
-    assert {labels["signal"] for labels in values} == set(SIGNALS)
+    backlogs = {labels["signal"] for labels in values if labels["alertname"].startswith("OrpycamcpBacklog")}
+    assert backlogs  # declared backlogs are signals of their own
+    assert {labels["signal"] for labels in values} == set(SIGNALS) | backlogs
     for target in values:
-        for signal in SIGNALS:
+        for signal in (*SIGNALS, *backlogs):
             source = {**unmeasured, "signal": signal}
             expected = signal == target["signal"]
             assert inhibited(target, by=source) is expected, (target["alertname"], signal)
