@@ -19,6 +19,7 @@ import yaml
 
 from devkit.tools import tool
 from registry import FAMILIES
+from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
 
 from .promql import PromQLSyntaxError, Selector, metric_names, selectors
 
@@ -88,6 +89,7 @@ VALID_UNITS = frozenset(
 VARIABLE_VALUES = {
     "job": "orpycamcp-exporter",
     "instance": ".+",
+    "backlog": "kyc_dead_letters|outbox",
     "__rate_interval": "1m",
     "__interval": "1m",
     "__range": "1h",
@@ -386,7 +388,8 @@ def test_promtool_rejects_a_broken_expression(tmp_path: Path) -> None:
 
 # --- metric names against the registry ---------------------------------------------
 
-REGISTRY_NAMES = frozenset(family.name for family in FAMILIES)
+# The built-in families and the families of declared backlogs.
+REGISTRY_NAMES = frozenset(family.name for family in FAMILIES) | {PENDING_ITEMS, OLDEST_PENDING}
 
 
 def recorded_names() -> set[str]:
@@ -438,7 +441,7 @@ def test_every_registry_family_is_on_the_dashboard() -> None:
 
 def test_label_names_exist_in_registry() -> None:
     """Labels named in dashboard matchers and legends are registry or target labels."""
-    known = {"job", "instance"} | {label for family in FAMILIES for label in family.labels}
+    known = {"job", "instance", "backlog", "group"} | {label for family in FAMILIES for label in family.labels}
     for panel, target in targets():
         for selector in selectors(str(target["expr"])):
             assert {m.label for m in selector.matchers} <= known, panel["title"]
@@ -497,3 +500,26 @@ def test_selector_reader_reads_matchers() -> None:
     }
     with pytest.raises(PromQLSyntaxError):
         metric_names('{__name__="x"}')
+
+
+def test_backlog_row_follows_the_backlog_variable_and_shows_unknown() -> None:
+    variable = template("backlog")
+    assert variable["type"] == "query"
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    assert "allValue" not in variable, "All means every declared backlog, never every signal"
+    match = LABEL_VALUES.match(variable_query(variable).strip())
+    assert match
+    assert match.group(2) == "backlog"
+    backlog_panels = [p for p in panels() if any("$backlog" in str(t["expr"]) for t in p["targets"])]
+    assert len(backlog_panels) == 4
+    assert dashboard_metric_names() >= {PENDING_ITEMS, OLDEST_PENDING}
+    for panel in backlog_panels:
+        for target in panel["targets"]:
+            label = "signal" if "orpycamcp_signal_measured" in str(target["expr"]) else "backlog"
+            assert all(s.has(label, "=~", "$backlog") for s in selectors(str(target["expr"]))), panel["title"]
+        if panel["type"] == "stat":
+            assert mapping_texts(panel).get("null") == "unknown", panel["title"]
+            assert panel["fieldConfig"]["defaults"]["noValue"] == "unknown", panel["title"]
+        else:
+            assert "unknown, not zero" in panel["description"] or "unmeasured" in panel["description"]
