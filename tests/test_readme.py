@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from exporter.backlogs import load_backlogs
+from exporter.service import catalog_of
 from exporter.tools.reference import metrics_table, options_table, reasons_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,3 +38,11 @@ def test_readme_opens_with_the_two_commands() -> None:
 
 def test_runbook_explains_every_reason() -> None:
     assert _between(RUNBOOK.read_text(), "reasons-table") == reasons_table()
+
+
+def test_declared_metrics_table_matches_the_example_backlogs() -> None:
+    backlogs = load_backlogs(str(ROOT / "deploy" / "backlogs.example.yml"), "--backlogs.config-file")
+    table = metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs}).splitlines()
+    declared = [row for row in table[2:] if row.startswith("| `orpycamcp_backlog_")]
+    assert len(declared) == 4
+    assert _between(README.read_text(), "declared-metrics-table") == "\n".join([*table[:2], *declared]) + "\n"

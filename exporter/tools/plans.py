@@ -40,7 +40,14 @@ def literal(value: Value) -> str:
 
 
 def suggested_index(backlog: Backlog, table: str) -> str:
+    """The index to create: for a tenant-scope backlog without a negated
+    condition, one leading with the pending columns (its prepared statements
+    run generic plans, which a partial index on literals cannot serve);
+    otherwise a partial index on the pending predicate."""
     keys = [quote_identifier(c) for c in (backlog.group_by, backlog.oldest) if c is not None]
+    if backlog.scope is Scope.TENANT and not any(condition.negated for condition in backlog.pending):
+        leading = [quote_identifier(condition.column) for condition in backlog.pending]
+        return f"CREATE INDEX ON {table} ({', '.join(dict.fromkeys(leading + keys))})"
     conditions = []
     for condition in backlog.pending:
         column = quote_identifier(condition.column)

@@ -125,14 +125,11 @@ async def test_a_whole_table_scan_for_a_backlog_is_warned_about(platform: Platfo
     assert "ok   kyc_dead_letters: measurable" in done.stdout
     assert "warn kyc_dead_letters: the planner reads all of tenant_globex.dead_letter_queue (~8,000 rows" in done.stdout
     assert (
-        'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("task_name", "created_at") WHERE "status" = \'pending\''
-        in done.stdout
+        'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("status", "task_name", "created_at")' in done.stdout
     )
 
     # With the index it suggests, the plan reads the pending rows only: no warning.
-    await platform.execute(
-        "CREATE INDEX ON tenant_globex.dead_letter_queue (task_name, created_at) WHERE status = 'pending'"
-    )
+    await platform.execute("CREATE INDEX ON tenant_globex.dead_letter_queue (status, task_name, created_at)")
     await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
     indexed = run(*args)
     assert indexed.returncode == 0, indexed.stdout + indexed.stderr
