@@ -24,7 +24,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from devkit.tenants import (
     expected_queue_totals,
     expected_totals,
 )
+from exporter.cache import SignalCache
 from exporter.service import build_exporter
 from exporter.settings import load
 from registry.backlogs import PENDING_ITEMS
@@ -84,9 +85,8 @@ class Figures:
     create_seconds: float
 
 
-def pending_total(exporter_caches: dict[str, object], signal: str, family: str) -> int | None:
-    cache = exporter_caches[signal]
-    outcome = getattr(cache, "last", None)
+def pending_total(caches: Mapping[str, SignalCache], signal: str, family: str) -> int | None:
+    outcome = caches[signal].last
     if outcome is None or outcome.samples is None:
         return None
     return int(sum(sample.value for sample in outcome.samples if sample.family == family))
@@ -111,7 +111,7 @@ async def measure(url: str, backlogs_file: str, tenants: int, outbox_rows: int, 
         try:
             for refresh in range(steady + 1):
                 await exporter.scrape()
-                caches = dict(exporter.caches)
+                caches = exporter.caches
                 for name in SIGNALS:
                     outcome = caches[name].last
                     assert outcome is not None

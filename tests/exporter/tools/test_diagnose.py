@@ -124,9 +124,7 @@ async def test_a_whole_table_scan_for_a_backlog_is_warned_about(platform: Platfo
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok   kyc_dead_letters: measurable" in done.stdout
     assert "warn kyc_dead_letters: the planner reads all of tenant_globex.dead_letter_queue (~8,000 rows" in done.stdout
-    assert (
-        'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("status", "task_name", "created_at")' in done.stdout
-    )
+    assert 'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("status", "task_name", "created_at")' in done.stdout
 
     # With the index it suggests, the plan reads the pending rows only: no warning.
     await platform.execute("CREATE INDEX ON tenant_globex.dead_letter_queue (status, task_name, created_at)")
@@ -146,7 +144,6 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
         assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
     assert (
         "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox |"
-        " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`"
-        in done.stdout
+        " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
     )
     assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
