@@ -128,3 +128,15 @@ class SourceNotConfigured(MeasurementError):
     def __init__(self, signal: str, source: str) -> None:
         self.source = source
         super().__init__(signal, f"no {source} is configured")
+
+
+class DatabaseUnreachable(Exception):
+    """No host of the PostgreSQL URL gave a session of the kind it asks for;
+    says, host by host, why (never the password: hosts are named as parsed)."""
+
+    def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.wanted = wanted
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
+        kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
+        super().__init__(f"no host gave a session{kind}: {tried}")

@@ -7,7 +7,7 @@ from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.scrape import Exporter
 from exporter.settings import Settings
 from exporter.signals import BY_NAME
-from exporter.sources import Sources
+from exporter.sources import Sources, dsn
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
@@ -22,6 +22,8 @@ def build_sources(settings: Settings) -> Sources:
     timeouts = timeouts_of(settings)
     postgres = redis = None
     if settings.database_url is not None:
+        # A URL's application_name is the operator's choice; else the exporter names itself.
+        named = dsn.parse(settings.database_url).application_name
         postgres = Postgres(
             PostgresSettings(
                 url=settings.database_url,
@@ -29,6 +31,7 @@ def build_sources(settings: Settings) -> Sources:
                 batch_size=settings.batch_size,
                 idle_close_seconds=settings.idle_close,
                 max_queries_per_connection=settings.max_queries,
+                **({"application_name": named} if named else {}),
             ),
             timeouts,
         )
