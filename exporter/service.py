@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from exporter.cache import SignalCache
 from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
-from exporter.signals import BY_NAME
+from exporter.signals import BY_NAME, Source
 from exporter.sources import Sources, dsn
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
@@ -44,4 +45,6 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings)
     caches = [SignalCache(BY_NAME[name], sources, settings.ttl, timeouts, clock) for name in settings.signals]
-    return Exporter(caches, sources, timeouts)
+    reads_postgres = any(BY_NAME[name].source is Source.POSTGRES for name in settings.signals)
+    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
+    return Exporter(caches, sources, timeouts, lag)

@@ -119,6 +119,13 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
+DATABASE_REPLAY_LAG = Family(
+    name=PREFIX + "database_replay_lag_seconds",
+    help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
+    " all it received from a connected primary); absent on a primary.",
+    signal=META,
+    sparse=True,
+)
 BUILD_INFO = Family(
     name=PREFIX + "exporter_build_info",
     help="Always 1; the version label names the running exporter.",
@@ -142,6 +149,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_OLDEST_PENDING,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    DATABASE_REPLAY_LAG,
     BUILD_INFO,
 )
 

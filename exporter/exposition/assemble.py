@@ -12,13 +12,18 @@ from registry.families import BUILD_INFO, SIGNAL_DURATION, SIGNAL_LAST_SUCCESS, 
 
 
 def assemble(
-    enabled: Sequence[str], outcomes: Mapping[str, Outcome | None], last: Mapping[str, Outcome | None]
+    enabled: Sequence[str],
+    outcomes: Mapping[str, Outcome | None],
+    last: Mapping[str, Outcome | None],
+    meta: Sequence[Sample] = (),
 ) -> list[FamilySamples]:
     """Families for one scrape.
 
     `outcomes` holds, per enabled signal, the outcome this scrape may report
     (None: not measured in time for it); `last` the last finished outcome,
-    whose last-success time and duration are kept when this scrape has none.
+    whose last-success time and duration are kept when this scrape has none;
+    `meta` the samples of meta families measured apart from the signals (the
+    replay lag), emitted as given.
     """
     by_family: dict[str, list[Sample]] = {family.name: [] for family in FAMILIES}
     for signal in enabled:
@@ -33,5 +38,7 @@ def assemble(
         if outcome is not None and outcome.samples is not None:
             for sample in outcome.samples:
                 by_family[sample.family].append(sample)
+    for sample in meta:
+        by_family[sample.family].append(sample)
     by_family[BUILD_INFO.name].append(Sample(BUILD_INFO.name, (VERSION,), 1))
     return [FamilySamples(family, by_family[family.name]) for family in FAMILIES]

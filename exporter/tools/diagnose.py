@@ -77,7 +77,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                     slug, tenant_failure = found
                     say(f"     first failing tenant: {slug!r} ({tenant_failure.reason}: {tenant_failure.detail})")
                     failure = tenant_failure
-            say(f"     hint: {hint(failure.reason)}")
+            say(f"     hint: {hint(failure.reason, signal.source)}")
     finally:
         await sources.close()
     return 0 if healthy else 1
