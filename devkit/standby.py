@@ -72,7 +72,7 @@ def start_standby(primary: LocalPostgres) -> LocalPostgres:
     return standby
 
 
-async def caught_up(primary_url: str, standby_url: str, timeout: float = 30.0) -> None:
+async def caught_up(primary_url: str, standby_url: str, within: float = 30.0) -> None:
     """Wait until the standby has replayed everything the primary has written so far."""
     primary = await asyncpg.connect(primary_url)
     try:
@@ -81,14 +81,14 @@ async def caught_up(primary_url: str, standby_url: str, timeout: float = 30.0) -
         await primary.close()
     standby = await asyncpg.connect(standby_url)
     try:
-        end = time.monotonic() + timeout
+        end = time.monotonic() + within
         while True:
             replayed = await standby.fetchval("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", target)
             receiving = await standby.fetchval("SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")
             if replayed and receiving:
                 return
             if time.monotonic() > end:
-                raise AssertionError(f"the standby did not replay up to {target} within {timeout:g} s")
+                raise AssertionError(f"the standby did not replay up to {target} within {within:g} s")
             await asyncio.sleep(0.05)
     finally:
         await standby.close()

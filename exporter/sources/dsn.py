@@ -221,7 +221,10 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
     asyncpg reads the process environment itself, as it will when it connects.
     """
     env = os.environ if env is None else env
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:  # its messages hold no part of the URL
+        raise InvalidDatabaseUrl(f"not a valid URL: {exc}") from None
     if parts.scheme not in SCHEMES:
         raise InvalidDatabaseUrl(f"the scheme must be one of {', '.join(SCHEMES)}")
     pairs = _query_pairs(parts.query) if parts.query else []

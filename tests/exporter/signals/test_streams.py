@@ -594,3 +594,33 @@ async def test_samples_of_a_well_formed_reading() -> None:
 async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
     with pytest.raises(ContractViolation):
         samples_of(reading(**replace))
+
+
+async def test_a_wrong_redis_password_is_authentication_failed(caplog: pytest.LogCaptureFixture) -> None:
+    capture_measure(caplog)
+    server = start_redis()
+    try:
+        client = Redis.from_url(server.url)
+        try:
+            await client.config_set("requirepass", "right-secret-4b1")
+        finally:
+            await client.aclose()
+        base = f"redis://:{{}}@127.0.0.1:{server.port}/0"
+        for password in ("wrong-secret-77c", ""):
+            caplog.clear()
+            exporter = make_exporter(None, base.format(password) if password else server.url)
+            try:
+                page = await scrape(exporter)
+            finally:
+                await exporter.close()
+            assert page.measured("streams") == 0
+            assert value_series(page, STREAMS_PREFIX) == []
+            logged = [r for r in caplog.records if r.name == "orpycamcp.measure"]
+            assert [str(r.__dict__["reason"]) for r in logged] == ["authentication_failed"]
+            assert all("wrong-secret-77c" not in r.getMessage() for r in logged)
+    finally:
+        server.remove()
+
+
+def capture_measure(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
