@@ -16,7 +16,8 @@ HINTS: dict[Reason, str] = {
     " value to registry/values.py and release a new version",
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
-    Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL or out-of-range value): fix the row",
+    Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
+    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
     Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
@@ -31,7 +32,9 @@ HINTS: dict[Reason, str] = {
     Reason.AUTHENTICATION_FAILED: "PostgreSQL refused the user or password: check them in --database-url"
     " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",
-    Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here",
+    Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here; the detail"
+    " names each host of the URL and what went wrong with it (refused, a missing socket directory, a"
+    " certificate, a primary where target_session_attrs asks for a standby)",
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
