@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,13 +52,13 @@ class DockerEngine:
 
     def answers(self) -> bool:
         try:
-            with self.client(timeout=3) as client:
+            with closing(self.client(timeout=3)) as client:
                 return bool(client.ping())
         except (docker.errors.DockerException, requests.exceptions.RequestException, OSError):
             return False
 
     def version(self) -> str:
-        with self.client() as client:
+        with closing(self.client()) as client:
             return str(client.version()["Version"])
 
     def environment(self) -> dict[str, str]:
@@ -139,7 +139,7 @@ def stop_engine(root: Path, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
     """Removes every container of the private engine of `root`, then stops it by its pid."""
     engine = DockerEngine(f"unix://{paths(root)['socket']}", root)
     if engine.answers():
-        with engine.client() as client:
+        with closing(engine.client()) as client:
             for container in client.containers.list(all=True):
                 container.remove(force=True, v=True)
     pid = _pid(root)

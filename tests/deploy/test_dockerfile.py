@@ -198,7 +198,8 @@ def test_builder_installs_the_project_from_its_metadata_without_cache() -> None:
 
 
 def test_the_wheelhouse_reaches_the_build_context_and_its_wheels_not_git() -> None:
-    assert not dockerignore_excludes("wheels/uvloop-0.21.0-cp311-cp311-manylinux_2_17_x86_64.whl", dockerignore_patterns())
+    wheel = "wheels/uvloop-0.21.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    assert not dockerignore_excludes(wheel, dockerignore_patterns())
     assert (REPO_ROOT / "wheels" / "README.md").is_file(), "COPY wheels/ needs the directory in every checkout"
     ignored = subprocess.run(
         ["git", "check-ignore", "--quiet", "wheels/x-1.0-py3-none-any.whl"], cwd=REPO_ROOT, timeout=30, check=False
