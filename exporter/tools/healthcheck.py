@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from exporter.errors import ConfigError
-from exporter.settings import OPTIONS, load
 from exporter.http.webconfig import WebConfig, load_web_config
+from exporter.settings import OPTIONS, load
 
 PATH = "/-/healthy"
 # Below Docker's default health check timeout (30 s) and the image's (5 s).

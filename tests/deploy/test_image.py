@@ -23,8 +23,8 @@ import redis as redis_client
 from devkit.containers import ContainerPostgres, ContainerRedis, start_container_postgres, start_container_redis
 from devkit.docker_engine import DockerEngine
 from devkit.images import BuiltImage
-from exporter.demo import EXPORTER_ROLE
-from exporter.localservers import free_port
+from devkit.servers import free_port
+from exporter.tools.demo import EXPORTER_ROLE
 from registry import SIGNALS, VERSION
 from registry.values import ARTIFACTS, DEADLETTER_STREAMS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
