@@ -43,6 +43,9 @@ class Probe:
     # configuration only holds bcrypt hashes: the exporter's own 401 proves it answers.
     basic_auth: bool
     client_certificate_required: bool
+    # Offered as the client certificate when one is required: in a private PKI
+    # the client CA often signed the server's own certificate too.
+    client_certificate: tuple[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -109,6 +112,7 @@ def plan(values: Mapping[str, Any], env: Mapping[str, str], cmdline_file: Path =
         tls=web.tls is not None,
         basic_auth=bool(web.basic_auth_users),
         client_certificate_required=web.tls is not None and web.tls.client_auth == ssl.CERT_REQUIRED,
+        client_certificate=(web.tls.cert_file, web.tls.key_file) if web.tls is not None else None,
     )
 
 
@@ -120,6 +124,8 @@ def check(probe: Probe, timeout: float = TIMEOUT_SECONDS) -> Verdict:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+        if probe.client_certificate_required and probe.client_certificate is not None:
+            context.load_cert_chain(*probe.client_certificate)
         connection = http.client.HTTPSConnection(probe.host, probe.port, timeout=timeout, context=context)
     else:
         connection = http.client.HTTPConnection(probe.host, probe.port, timeout=timeout)
@@ -132,6 +138,12 @@ def check(probe: Probe, timeout: float = TIMEOUT_SECONDS) -> Verdict:
         if probe.client_certificate_required and exc.reason in CLIENT_CERTIFICATE_REFUSALS:
             return Verdict(True, f"{probe.url}: answered, client certificate required")
         return Verdict(False, f"{probe.url}: TLS error {exc.reason or exc}")
+    except (ConnectionResetError, http.client.RemoteDisconnected) as exc:
+        # After the TLS handshake, a server requiring a client certificate it
+        # does not accept drops the connection: it is up and answering.
+        if probe.client_certificate_required:
+            return Verdict(True, f"{probe.url}: answered, client certificate required")
+        return Verdict(False, f"{probe.url}: {type(exc).__name__}: {exc or 'no answer'}")
     except (OSError, http.client.HTTPException) as exc:
         return Verdict(False, f"{probe.url}: {type(exc).__name__}: {exc or 'no answer'}")
     finally:
