@@ -155,6 +155,19 @@ def stop_engine(root: Path, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
     # Reap it when this process started it; otherwise its parent does.
     with suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+    # dockerd leaves its network namespace mounted under the exec root: unmounted,
+    # the directory can be removed.
+    for mount_point in _mounts_under(root):
+        subprocess.run(["umount", "--lazy", mount_point], capture_output=True, timeout=30, check=False)
+
+
+def _mounts_under(root: Path) -> list[str]:
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = [line.split()[1] for line in lines if len(line.split()) > 1]
+    return sorted((point for point in points if point.startswith(f"{root}/")), key=len, reverse=True)
 
 
 @contextmanager
