@@ -3,7 +3,7 @@ same N tenants split over several clusters with one exporter each, in one run.
 
 Three throwaway stock PostgreSQL servers (for --clusters 2): "whole" holds
 tenants 1..N, each shard holds its contiguous share (shard 1: 1..N/2, shard 2:
-N/2+1..N), the same rows as bench.create_tenants gives them anywhere. Then:
+N/2+1..N), the same rows as devkit.tenants gives them anywhere. Then:
 
 - whole: `runs` fresh exporters over the whole cluster (bench.run.measure_exporter):
   first refresh (cold backends), steady refreshes, backend memory per session;
@@ -38,7 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.create_tenants import create_database, create_tenants
 from bench.run import (
     EXPORTER_PASSWORD,
     RESULTS,
@@ -51,7 +50,8 @@ from bench.run import (
     measure_exporter,
     ratio,
 )
-from exporter.localservers import LocalPostgres, start_postgres
+from devkit.servers import LocalPostgres, start_postgres
+from devkit.tenants import create_database, create_tenants
 
 
 @dataclass

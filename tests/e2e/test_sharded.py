@@ -22,12 +22,12 @@ import httpx
 import pytest
 import redis
 
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer, RedisServer, postgres_server
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import Targets, prometheus, query, wait_for
 from tests.platform import Platform, create_platform
-from tests.process import RunningProcess, exporter_process
-from tests.servers import PostgresServer, RedisServer, postgres_server
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
