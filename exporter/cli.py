@@ -16,7 +16,7 @@ from exporter.tools.reference import metrics_table
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics")
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-config", help="validate the settings and the web config, then exit")
     _add_options(check)
     commands.add_parser("metrics", help="print the registry: every family, its labels and their values")
+    healthcheck = commands.add_parser("healthcheck", help="probe the serving exporter's /-/healthy: exit 0 or 1")
+    _add_options(healthcheck)
     return parser
 
 
@@ -58,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "metrics":
         print(metrics_table(), end="")
         return 0
+    if args.command == "healthcheck":
+        from exporter.tools.healthcheck import healthcheck
+
+        return healthcheck(values, os.environ)
     try:
         if args.command == "demo":
             from exporter.tools.demo import run_demo
