@@ -17,7 +17,7 @@ from exporter.tools.reference import metrics_table
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics")
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument(
         option.flag, dest=option.name, metavar=option.metavar, default=None, help=f"{option.help} [env {option.env}]"
     )
+    healthcheck = commands.add_parser("healthcheck", help="probe the serving exporter's /-/healthy: exit 0 or 1")
+    _add_options(healthcheck)
     return parser
 
 
@@ -60,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
+    if args.command == "healthcheck":
+        from exporter.tools.healthcheck import healthcheck
+
+        return healthcheck(values, os.environ)
     try:
         if args.command == "metrics":
             backlogs_env = OPTIONS_BY_NAME["backlogs_file"].env or ""

@@ -142,3 +142,15 @@ class BacklogConfigError(ConfigError):
             if part
         )
         super().__init__(setting, f"{where}: {problem}" if where else problem)
+
+
+class DatabaseUnreachable(Exception):
+    """No host of the PostgreSQL URL gave a session of the kind it asks for;
+    says, host by host, why (never the password: hosts are named as parsed)."""
+
+    def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.wanted = wanted
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
+        kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
+        super().__init__(f"no host gave a session{kind}: {tried}")

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
-from exporter.signals import BY_NAME, Signal, backlog
-from exporter.sources import Sources
+from exporter.signals import BY_NAME, Signal, Source, backlog
+from exporter.sources import Sources, dsn
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
@@ -48,6 +49,8 @@ def build_sources(settings: Settings) -> Sources:
     timeouts = timeouts_of(settings)
     postgres = redis = None
     if settings.database_url is not None:
+        # A URL's application_name is the operator's choice; else the exporter names itself.
+        named = dsn.parse(settings.database_url).application_name
         postgres = Postgres(
             PostgresSettings(
                 url=settings.database_url,
@@ -55,6 +58,7 @@ def build_sources(settings: Settings) -> Sources:
                 batch_size=settings.batch_size,
                 idle_close_seconds=settings.idle_close,
                 max_queries_per_connection=settings.max_queries,
+                **({"application_name": named} if named else {}),
             ),
             timeouts,
         )
@@ -71,4 +75,6 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
         SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
         for name in settings.signals
     ]
-    return Exporter(caches, sources, timeouts, catalog.registry)
+    reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
+    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
+    return Exporter(caches, sources, timeouts, catalog.registry, lag)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from exporter.backlogs import Backlog, load_backlogs
 from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
+from exporter.sources import dsn
 
 DEFAULT_PORT = 9874
 
@@ -43,8 +44,16 @@ OPTIONS: tuple[Option, ...] = (
         "--database-url",
         "DATABASE_URL",
         None,
-        "PostgreSQL URL, postgresql://user:password@host:port/db",
+        "PostgreSQL URL, postgresql://user:password@host:port/db (several hosts, sockets, TLS: see Connecting)",
         "URL",
+    ),
+    Option(
+        "database_url_file",
+        "--database-url-file",
+        "DATABASE_URL_FILE",
+        None,
+        "file holding the PostgreSQL URL (a mounted secret); instead of --database-url",
+        "FILE",
     ),
     Option(
         "redis_url",
@@ -53,6 +62,14 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "Redis URL (redis:// or rediss://); enables the streams signal",
         "URL",
+    ),
+    Option(
+        "redis_url_file",
+        "--redis-url-file",
+        "REDIS_URL_FILE",
+        None,
+        "file holding the Redis URL (a mounted secret); instead of --redis-url",
+        "FILE",
     ),
     Option(
         "signals",
@@ -162,15 +179,7 @@ def describe(name: str) -> str:
 
 def redact_url(url: str) -> str:
     """The URL with any password replaced, for messages and logs."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-    except ValueError:
-        return "<unparsable URL>"
+    return dsn.redact(url)
 
 
 def _seconds(name: str, raw: str) -> float:
@@ -219,6 +228,44 @@ def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
     if parts.scheme not in schemes:
         raise ConfigError(describe(name), f"{redact_url(raw)}: scheme must be one of {', '.join(schemes)}")
     return raw
+
+
+def _database_url(raw: str | None, env: Mapping[str, str]) -> str | None:
+    """The PostgreSQL URL if asyncpg would accept it (several hosts, sockets, TLS files...)."""
+    if raw is None or raw == "":
+        return None
+    try:
+        dsn.parse(raw, env)
+    except dsn.InvalidDatabaseUrl as exc:
+        raise ConfigError(describe("database_url"), f"{redact_url(raw)}: {exc.problem}") from None
+    return raw
+
+
+def _read_secret(name: str, path: str) -> str:
+    """A URL from a file, as container platforms hand out secrets: trailing newline ignored.
+    The message names the file, never its content."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = handle.read()
+    except OSError as exc:
+        raise ConfigError(describe(name), f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(describe(name), f"{path} is not UTF-8 text") from None
+    value = content.rstrip("\r\n")
+    if not value.strip():
+        raise ConfigError(describe(name), f"{path} is empty")
+    if "\n" in value:
+        raise ConfigError(describe(name), f"{path} holds more than one line")
+    return value
+
+
+def _url_or_file(url_name: str, file_name: str, raw: Callable[[str], str | None]) -> str | None:
+    url, path = raw(url_name), raw(file_name)
+    if url and path:
+        raise ConfigError(describe(url_name), f"give it or {describe(file_name)}, not both")
+    if path:
+        return _read_secret(file_name, path)
+    return url
 
 
 def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
@@ -278,8 +325,8 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     if deadline >= ttl:
         raise ConfigError(describe("deadline"), f"must be below the TTL ({deadline:g} >= {ttl:g})")
     host, port = _listen(required("listen_address"))
-    database_url = _url("database_url", raw("database_url"), ("postgresql", "postgres"))
-    redis_url = _url("redis_url", raw("redis_url"), ("redis", "rediss", "unix"))
+    database_url = _database_url(_url_or_file("database_url", "database_url_file", raw), env)
+    redis_url = _url("redis_url", _url_or_file("redis_url", "redis_url_file", raw), ("redis", "rediss", "unix"))
     idle_raw = raw("idle_close")
     backlogs_file = raw("backlogs_file")
     backlogs = load_backlogs(backlogs_file, describe("backlogs_file")) if backlogs_file else ()

@@ -121,6 +121,13 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
+DATABASE_REPLAY_LAG = Family(
+    name=PREFIX + "database_replay_lag_seconds",
+    help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
+    " all it received from a connected primary); absent on a primary.",
+    signal=META,
+    sparse=True,
+)
 BUILD_INFO = Family(
     name=PREFIX + "exporter_build_info",
     help="Always 1; the version label names the running exporter.",
@@ -144,6 +151,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_OLDEST_PENDING,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    DATABASE_REPLAY_LAG,
     BUILD_INFO,
 )
 
@@ -167,12 +175,14 @@ def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry
     (declared at start): the per-signal families then accept the new signals too,
     and the new families come after the built-in ones, before build_info."""
     everything = SIGNALS + signals
-    meta = tuple(
-        replace(family, combinations=single(everything))
-        for family in (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
+    per_signal = (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
+    builtin = tuple(
+        replace(family, combinations=single(everything)) if family in per_signal else family
+        for family in FAMILIES
+        if family is not BUILD_INFO
     )
     return Registry(
-        families=(*meta, *(family for family in FAMILIES if family.signal != META), *families, BUILD_INFO),
+        families=(*builtin, *families, BUILD_INFO),
         signals=everything,
         meta=META,
     )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.timeouts import Timeouts
 
@@ -113,7 +114,7 @@ class Postgres:
 
     async def _connect(self) -> asyncpg.Connection:
         s = self.settings
-        connection: asyncpg.Connection = await asyncpg.connect(
+        connection: asyncpg.Connection = await connect(
             s.url,
             timeout=self.timeouts.connect,
             server_settings=session_settings(s, self.timeouts),

@@ -102,7 +102,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                     slug, tenant_failure = found
                     say(f"     first failing tenant: {slug!r} ({tenant_failure.reason}: {tenant_failure.detail})")
                     failure = tenant_failure
-            say(f"     hint: {hint(failure.reason)}")
+            say(f"     hint: {hint(failure.reason, signal.source)}")
         if sources.postgres is not None:
             await _check_plans(settings, sources.postgres, say)
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from exporter.settings import OPTIONS
-from exporter.tools.hints import HINTS
+from exporter.tools.hints import HINTS, REDIS_HINTS
 from registry import BUILTIN, Registry
 
 
@@ -61,5 +61,6 @@ def reasons_table() -> str:
     """Every reason a signal can be unmeasured for, and what to do (docs/runbook.md shows it)."""
     rows = ["| reason (`reason` in the log) | what to do |", "|---|---|"]
     for reason, text in HINTS.items():
-        rows.append(f"| `{reason}` | {text} |")
+        redis_text = f"<br>{REDIS_HINTS[reason]}" if reason in REDIS_HINTS else ""
+        rows.append(f"| `{reason}` | {text}{redis_text} |")
     return "\n".join(rows) + "\n"
