@@ -136,6 +136,14 @@ class _Lane:
         return connection
 
 
+@dataclass(frozen=True)
+class SessionProbe:
+    """Whether a connection keeps its server session from one transaction to the next."""
+
+    kept: bool
+    evidence: str
+
+
 class _Road:
     """What the readers of one set of lanes learned about the road to the server."""
 
@@ -322,6 +330,39 @@ class Postgres:
         self._refuse_lost_session()
         async with self._use() as lane:
             return await self._transaction(lane, sql, check_session=True)
+
+    async def probe_session(self) -> SessionProbe:
+        """Whether a connection keeps its server session between its transactions
+        while another connection holds a transaction open: a direct connection or
+        a session pooler always does, a transaction pooler cannot (for diagnose)."""
+        first = await self._connect()
+        try:
+            second = await self._connect()
+            try:
+                pid = await self._probe_pid(first)
+                await second.execute(self._opening, timeout=self.timeouts.client)
+                lent: int = await second.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
+                if lent == pid:
+                    return SessionProbe(False, f"server process {pid} served two connections in turn")
+                try:
+                    # Bounded like a lock wait: a pooler with one server session
+                    # makes this wait for the other connection's transaction.
+                    again = await asyncio.wait_for(self._probe_pid(first), self.timeouts.lock)
+                except TimeoutError:
+                    return SessionProbe(False, "a connection waited for another connection's transaction to end")
+                if again != pid:
+                    return SessionProbe(False, f"server process {pid} became {again} between two transactions")
+                return SessionProbe(True, f"server process {pid} kept between transactions")
+            finally:
+                second.terminate()
+        finally:
+            first.terminate()
+
+    async def _probe_pid(self, connection: asyncpg.Connection) -> int:
+        await connection.execute(self._opening, timeout=self.timeouts.client)
+        pid: int = await connection.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
+        await connection.execute(COMMIT_SQL, timeout=self.timeouts.client)
+        return pid
 
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
