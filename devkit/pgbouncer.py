@@ -11,6 +11,7 @@ pooler restart.
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -153,8 +154,6 @@ class LocalPgBouncer:
 
 
 def _user_exists(name: str) -> bool:
-    import pwd
-
     try:
         pwd.getpwnam(name)
     except KeyError:

@@ -177,7 +177,7 @@ class Postgres:
         self._tenants_in_flight: asyncio.Task[list[str]] | None = None
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
-        self.prepares = 0  # batch statements prepared (planned anew)
+        self.prepares = 0  # statements prepared by name (planned anew), in session mode
 
     # -- lanes ---------------------------------------------------------------
 
