@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -210,15 +211,25 @@ async def session_count(admin_url: str, application: str) -> int:
     return len(await session_backends(admin_url, application))
 
 
-def expected_series(tenants: int) -> tuple[int, int]:
-    totals = expected_totals(1, tenants)
+def expected_series(tenants: int, first: int = 1) -> tuple[int, int]:
+    """Pending dead letters and exhausted artifacts of tenants first..tenants."""
+    totals = expected_totals(first, tenants)
     return sum(totals.pending.values()), sum(totals.exhausted.values())
 
 
 # -- exporter ------------------------------------------------------------------
 
 
-async def measure_exporter(url: str, admin_url: str, tenants: int, runs: int, steady: int) -> ExporterFigures:
+async def measure_exporter(
+    url: str,
+    admin_url: str,
+    tenants: int,
+    runs: int,
+    steady: int,
+    first: int = 1,
+    deadline: float | None = None,
+) -> ExporterFigures:
+    """`runs` fresh exporters over tenants first..tenants (default settings, or `deadline`)."""
     firsts: list[float] = []
     steadies: list[float] = []
     first_by: dict[str, list[float]] = {}
@@ -227,9 +238,12 @@ async def measure_exporter(url: str, admin_url: str, tenants: int, runs: int, st
     statements_first = statements_steady = prepares_first = prepares_steady = 0
     backends: list[Backend] = []
     correct: bool | None = None  # checked on the first complete refresh
-    want_pending, want_exhausted = expected_series(tenants)
+    want_pending, want_exhausted = expected_series(tenants, first)
+    options: dict[str, object] = {"database_url": url, "signals": SIGNALS}
+    if deadline is not None:
+        options.update(deadline=deadline, ttl=2 * deadline)
     for run in range(runs):
-        exporter = build_exporter(load({"database_url": url, "signals": SIGNALS}, {}))
+        exporter = build_exporter(load(options, {}))
         postgres = exporter.sources.postgres
         assert isinstance(postgres, Postgres)
         for cache in exporter.caches.values():
@@ -533,6 +547,13 @@ def loadavg() -> str:
     return " ".join(read_text("/proc/loadavg").split()[:3])
 
 
+def wrk_version() -> str:
+    """wrk's banner; the scenarios without HTTP figures run without it."""
+    if shutil.which("wrk") is None:
+        return "wrk not installed"
+    return subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
+
+
 def host_state() -> dict[str, Any]:
     cpu = "unknown"
     for line in read_text("/proc/cpuinfo").splitlines():
@@ -554,7 +575,7 @@ def host_state() -> dict[str, Any]:
         "asyncpg": version("asyncpg"),
         "uvicorn": version("uvicorn"),
         "prometheus_client": version("prometheus_client"),
-        "wrk": subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0],
+        "wrk": wrk_version(),
     }
 
 

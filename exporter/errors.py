@@ -131,6 +131,32 @@ class SourceNotConfigured(MeasurementError):
         super().__init__(signal, f"no {source} is configured")
 
 
+class BacklogConfigError(ConfigError):
+    """The backlogs file declares something the exporter refuses; names the backlog and the key."""
+
+    def __init__(self, setting: str, backlog: str | None, key: str | None, problem: str) -> None:
+        self.backlog = backlog
+        self.key = key
+        where = ", ".join(
+            part
+            for part in (f"backlog {backlog!r}" if backlog is not None else "", f"key {key!r}" if key else "")
+            if part
+        )
+        super().__init__(setting, f"{where}: {problem}" if where else problem)
+
+
+class DatabaseUnreachable(Exception):
+    """No host of the PostgreSQL URL gave a session of the kind it asks for;
+    says, host by host, why (never the password: hosts are named as parsed)."""
+
+    def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.wanted = wanted
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
+        kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
+        super().__init__(f"no host gave a session{kind}: {tried}")
+
+
 class SessionNotKept(Exception):
     """In session pool mode, a connection's server session did not last from one
     of its transactions to the next: a transaction pooler is on the road."""

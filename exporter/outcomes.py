@@ -10,8 +10,9 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import MeasurementError, Reason, SessionNotKept
+from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
 from exporter.samples import Sample
+from exporter.sources.dsn import InvalidDatabaseUrl
 
 
 class Failure(NamedTuple):
@@ -70,6 +71,14 @@ def classify(exc: BaseException, deadline: float) -> Failure:
             if isinstance(exc, error_type):
                 return Failure(reason, f"{exc.sqlstate}: {exc}")
         return Failure(Reason.SQL_ERROR, f"{exc.sqlstate}: {exc}")
+    if isinstance(exc, DatabaseUnreachable):
+        return Failure(Reason.CONNECTION_ERROR, str(exc))
+    if isinstance(exc, InvalidDatabaseUrl):
+        # Checked at start; a file it names (a certificate) can vanish later.
+        return Failure(Reason.CONNECTION_ERROR, f"the database URL cannot be used: {exc}")
+    if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthenticationWrongNumberOfArgsError):
+        # Before ConnectionError: redis-py makes a refused AUTH a kind of connection error.
+        return Failure(Reason.AUTHENTICATION_FAILED, f"Redis: {exc}")
     if isinstance(exc, redis.exceptions.ResponseError):
         if str(exc).startswith("NOGROUP"):
             return Failure(Reason.MISSING_GROUP, str(exc))

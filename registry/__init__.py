@@ -3,11 +3,12 @@
 Plain frozen data; it imports nothing from the exporter.
 """
 
-from registry.families import BY_NAME, FAMILIES, META, families_of
-from registry.model import Family, MetricType, RegistryError
+from registry.families import BUILTIN, BY_NAME, FAMILIES, META, extended, families_of
+from registry.model import Family, MetricType, Registry, RegistryError
 from registry.values import SIGNALS, VERSION
 
 __all__ = [
+    "BUILTIN",
     "BY_NAME",
     "FAMILIES",
     "META",
@@ -15,6 +16,8 @@ __all__ = [
     "VERSION",
     "Family",
     "MetricType",
+    "Registry",
     "RegistryError",
+    "extended",
     "families_of",
 ]

@@ -45,6 +45,7 @@ import asyncpg
 
 from exporter.errors import SessionNotKept
 from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.timeouts import Timeouts
 
@@ -183,7 +184,7 @@ class Postgres:
 
     async def _connect(self) -> asyncpg.Connection:
         s = self.settings
-        connection: asyncpg.Connection = await asyncpg.connect(
+        connection: asyncpg.Connection = await connect(
             s.url,
             timeout=self.timeouts.connect,
             # The one startup parameter every pooler accepts; the guarantees
@@ -246,8 +247,10 @@ class Postgres:
 
     # -- transactions --------------------------------------------------------
 
-    async def _transaction(self, lane: _Lane, sql: str, check_session: bool) -> list[asyncpg.Record]:
-        """`sql` in a read-only transaction of its own, with its own limits.
+    async def _transaction(
+        self, lane: _Lane, sql: str, args: Sequence[object], check_session: bool
+    ) -> list[asyncpg.Record]:
+        """`sql` (`args` bound) in a read-only transaction of its own, with its own limits.
 
         Session mode: the statement is prepared (named) once per connection;
         with `check_session`, the transaction first makes sure it runs in the
@@ -260,15 +263,15 @@ class Postgres:
         if self.settings.pool_mode is PoolMode.TRANSACTION:
             # Unnamed: parsed, planned and run inside this transaction, so on
             # the one server session the pooler lends for it.
-            rows: list[asyncpg.Record] = await connection.fetch(sql, timeout=client)
+            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=client)
         else:
             if check_session or lane.backend_pid is None:
                 await self._check_session(lane)
-            rows = await self._fetch_prepared(lane, sql)
+            rows = await self._fetch_prepared(lane, sql, args)
         await connection.execute(COMMIT_SQL, timeout=client)
         return rows
 
-    async def _fetch_prepared(self, lane: _Lane, sql: str) -> list[asyncpg.Record]:
+    async def _fetch_prepared(self, lane: _Lane, sql: str, args: Sequence[object] = ()) -> list[asyncpg.Record]:
         connection = lane.connection
         assert connection is not None  # set by _use
         try:
@@ -277,7 +280,7 @@ class Postgres:
                 statement = await connection.prepare(sql, name=next(lane.statement_names), timeout=self.timeouts.client)
                 self.prepares += 1
                 lane.prepared[sql] = statement
-            rows: list[asyncpg.Record] = await statement.fetch(timeout=self.timeouts.client)
+            rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
         except _SESSION_STATE_LOST as exc:
             raise self._session_not_kept(f"{exc.sqlstate}: {exc}") from exc
         return rows
@@ -325,11 +328,11 @@ class Postgres:
 
     # -- public --------------------------------------------------------------
 
-    async def fetch(self, sql: str) -> list[asyncpg.Record]:
-        """The rows of one statement, in a transaction of its own."""
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        """The rows of one statement (`args` bound), in a transaction of its own."""
         self._refuse_lost_session()
         async with self._use() as lane:
-            return await self._transaction(lane, sql, check_session=True)
+            return await self._transaction(lane, sql, args, check_session=True)
 
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
@@ -389,9 +392,10 @@ class Postgres:
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(
-        self, signal: str, batch_sql: Callable[[Sequence[str]], str]
+        self, signal: str, batch_sql: Callable[[Sequence[str]], str], args: Sequence[object] = ()
     ) -> list[asyncpg.Record]:
-        """Run `batch_sql` over every active tenant's schema, batch by batch.
+        """Run `batch_sql` over every active tenant's schema, batch by batch,
+        binding `args` to every batch's statement.
 
         Each batch is one statement in its own transaction. The batches are
         split into contiguous ranges, one per lane; the lanes run side by side,
@@ -407,7 +411,7 @@ class Postgres:
         slugs = await self.active_tenant_slugs()
         batches = tenant_batches(slugs, self.settings.batch_size)
         statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
-        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements))
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args))
         self._passes[signal] = task
         task.add_done_callback(lambda done: self._pass_done(signal, done))
         # Shielded: a measurement cut at its deadline leaves the pass running to
@@ -422,7 +426,9 @@ class Postgres:
         if not task.cancelled():
             task.exception()  # retrieved here too, in case the measurement gave up waiting
 
-    async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
+    async def _run_batches(
+        self, signal: str, statements: Sequence[str], args: Sequence[object]
+    ) -> list[asyncpg.Record]:
         # Each signal starts on its own lane: with few batches the signals run
         # side by side instead of queueing on the first lane. Every lane still
         # reads one contiguous share of each signal's tenants.
@@ -437,7 +443,7 @@ class Postgres:
                 async with self._use(lane):
                     # The session is checked once per pass on each lane; every
                     # statement name is checked by the server on every use.
-                    rows.extend(await self._transaction(lane, sql, check_session=index == 0))
+                    rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
                     used.add(sql)
                 progress.done(signal, len(statements))
             # Statements of this signal no longer needed (the tenants changed)

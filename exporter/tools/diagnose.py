@@ -10,13 +10,14 @@ from collections.abc import Callable
 from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
-from exporter.service import build_sources, timeouts_of
+from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
-from exporter.signals import BY_NAME, Signal
+from exporter.signals import Signal
 from exporter.sources import Sources
 from exporter.sources.postgres import PoolMode, Postgres
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
+from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
 
 SERVER_SQL = (
     "SELECT current_setting('server_version') AS version, current_user AS role,"
@@ -24,14 +25,16 @@ SERVER_SQL = (
 )
 
 
-async def _first_failing_tenant(signal: Signal, postgres: Postgres, timeouts: Timeouts) -> tuple[str, Failure] | None:
+async def _first_failing_tenant(
+    signal: Signal, postgres: Postgres, timeouts: Timeouts, catalog: Catalog
+) -> tuple[str, Failure] | None:
     """The first active tenant on whose schema alone the signal fails."""
     try:
         slugs = await postgres.active_tenant_slugs()
     except Exception:  # already reported by _describe_postgres
         return None
     for slug in slugs:
-        outcome = await measure(signal, Sources(postgres=postgres.narrowed([slug])), timeouts)
+        outcome = await measure(signal, Sources(postgres=postgres.narrowed([slug])), timeouts, catalog.registry)
         if outcome.failure is not None:
             return slug, outcome.failure
     return None
@@ -69,8 +72,30 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
     return True
 
 
+async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
+    """Warn about declared backlogs the planner would read with a whole-table scan."""
+    for backlog in settings.backlogs:
+        if backlog.name not in settings.signals:
+            continue
+        try:
+            table = await explained_table(backlog, postgres)
+            scans = [] if table is None else await sequential_scans(backlog, postgres, table)
+        except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
+            failure = classify(exc, settings.deadline)
+            say(f"     {backlog.name}: plan not checked: {failure.reason}")
+            continue
+        for scan in scans:
+            say(
+                f"warn {backlog.name}: the planner reads all of {scan.table} (~{scan.rows:,} rows, over"
+                f" {SEQSCAN_ROWS:,}) with a sequential scan for its pending rows"
+            )
+            assert table is not None
+            say(f"     hint: index the pending rows: {suggested_index(backlog, table)}")
+
+
 async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     timeouts = timeouts_of(settings)
+    catalog = catalog_of(settings.backlogs)
     sources = build_sources(settings)
     healthy = True
     try:
@@ -79,9 +104,9 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
         if sources.redis is not None:
             say(f"Redis {redact_url(sources.redis.settings.url)}")
         for name in settings.signals:
-            signal = BY_NAME[name]
+            signal = catalog.signals[name]
             started = time.monotonic()
-            outcome = await measure(signal, sources, timeouts)
+            outcome = await measure(signal, sources, timeouts, catalog.registry)
             elapsed = (time.monotonic() - started) * 1000
             if outcome.samples is not None:
                 say(f"ok   {name}: measurable ({len(outcome.samples)} series, {elapsed:.0f} ms)")
@@ -91,12 +116,14 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
             failure = outcome.failure
             say(f"FAIL {name}: not measurable: {failure.reason}: {failure.detail}")
             if signal.reads_tenants and sources.postgres is not None and failure.reason != "connection_error":
-                found = await _first_failing_tenant(signal, sources.postgres, timeouts)
+                found = await _first_failing_tenant(signal, sources.postgres, timeouts, catalog)
                 if found is not None:
                     slug, tenant_failure = found
                     say(f"     first failing tenant: {slug!r} ({tenant_failure.reason}: {tenant_failure.detail})")
                     failure = tenant_failure
-            say(f"     hint: {hint(failure.reason)}")
+            say(f"     hint: {hint(failure.reason, signal.source)}")
+        if sources.postgres is not None:
+            await _check_plans(settings, sources.postgres, say)
     finally:
         await sources.close()
     return 0 if healthy else 1

@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 from devkit.servers import LocalRedis, start_redis
 from exporter.errors import ConfigError, ContractViolation
 from exporter.outcomes import classify
+from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
 from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -468,11 +469,24 @@ async def test_without_redis_the_signal_is_not_enabled(platform: Platform) -> No
         ("1764680000500-42", 1764680000.5),
         ("1764680000123-18446744073709551615", 1764680000.123),
         ("0-1", 0.0),
-        ("18446744073709551615-0", 18446744073709551615 / 1000),
     ],
 )
 async def test_entry_time_is_the_millisecond_part(entry_id: str, seconds: float) -> None:
     assert entry_time("XRANGE s", entry_id) == seconds
+
+
+@pytest.mark.parametrize("ahead", [FUTURE_TOLERANCE_SECONDS + 60, 10 * 365 * 86400.0, 18446744073709551615 / 1000])
+async def test_an_entry_id_in_the_future_is_a_contract_violation(ahead: float) -> None:
+    # An ID given explicitly to XADD can carry any time; an age computed from it would be negative.
+    milliseconds = min(int((time.time() + ahead) * 1000), 18446744073709551615)
+    with pytest.raises(ContractViolation, match="in the future") as raised:
+        entry_time("XRANGE s", f"{milliseconds}-0")
+    assert classify(raised.value, 1.0).reason == "contract_violation"
+
+
+async def test_an_entry_id_within_the_clock_skew_tolerance_is_kept() -> None:
+    milliseconds = int((time.time() + FUTURE_TOLERANCE_SECONDS - 60) * 1000)
+    assert entry_time("XRANGE s", f"{milliseconds}-0") == milliseconds / 1000
 
 
 @pytest.mark.parametrize(
@@ -580,3 +594,33 @@ async def test_samples_of_a_well_formed_reading() -> None:
 async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
     with pytest.raises(ContractViolation):
         samples_of(reading(**replace))
+
+
+async def test_a_wrong_redis_password_is_authentication_failed(caplog: pytest.LogCaptureFixture) -> None:
+    capture_measure(caplog)
+    server = start_redis()
+    try:
+        client = Redis.from_url(server.url)
+        try:
+            await client.config_set("requirepass", "right-secret-4b1")
+        finally:
+            await client.aclose()
+        base = f"redis://:{{}}@127.0.0.1:{server.port}/0"
+        for password in ("wrong-secret-77c", ""):
+            caplog.clear()
+            exporter = make_exporter(None, base.format(password) if password else server.url)
+            try:
+                page = await scrape(exporter)
+            finally:
+                await exporter.close()
+            assert page.measured("streams") == 0
+            assert value_series(page, STREAMS_PREFIX) == []
+            logged = [r for r in caplog.records if r.name == "orpycamcp.measure"]
+            assert [str(r.__dict__["reason"]) for r in logged] == ["authentication_failed"]
+            assert all("wrong-secret-77c" not in r.getMessage() for r in logged)
+    finally:
+        server.remove()
+
+
+def capture_measure(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")

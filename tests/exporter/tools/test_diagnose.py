@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,80 @@ def test_metrics_prints_the_registry_table() -> None:
     done = run("metrics")
     assert done.returncode == 0
     assert done.stdout == metrics_table()
+
+
+KYC = """
+backlogs:
+  kyc_dead_letters:
+    help: KYC tasks that exhausted their retries.
+    scope: tenant
+    table: dead_letter_queue
+    pending:
+      status: pending
+    group_by: task_name
+    groups: [face_match, ocr_extraction]
+    oldest: created_at
+"""
+
+
+async def test_a_backlog_value_outside_its_groups_is_named_with_its_tenant(platform: Platform, tmp_path: Path) -> None:
+    for slug in ("acme", "globex"):
+        await platform.add_tenant(slug)
+        await platform.add_dead_letter_queue(slug)
+    await platform.add_dead_letter_task("acme", "face_match", "pending", at("2026-11-01 00:00:00"))
+    await platform.add_dead_letter_task("globex", "billing_sync", "pending", at("2026-11-01 00:00:00"))
+    path = tmp_path / "backlogs.yml"
+    path.write_text(KYC)
+    done = run("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    assert done.returncode == 1
+    assert "ok   dlq" in done.stdout
+    assert "FAIL kyc_dead_letters: not measurable: unregistered_value" in done.stdout
+    assert "first failing tenant: 'globex' (unregistered_value" in done.stdout
+    assert "group='billing_sync'" in done.stdout
+    assert "its `groups`" in done.stdout
+
+
+async def test_a_whole_table_scan_for_a_backlog_is_warned_about(platform: Platform, tmp_path: Path) -> None:
+    for slug in ("acme", "globex"):
+        await platform.add_tenant(slug)
+        await platform.add_dead_letter_queue(slug)
+    # globex's table is the large one: its branch is the one explained.
+    await platform.execute(
+        "INSERT INTO tenant_globex.dead_letter_queue (task_name, status, created_at)"
+        " SELECT 'face_match', CASE WHEN i % 100 = 0 THEN 'pending' ELSE 'reprocessed' END, now()"
+        " FROM generate_series(1, 8000) AS i"
+    )
+    await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
+    path = tmp_path / "backlogs.yml"
+    path.write_text(KYC)
+    args = ("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    done = run(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok   kyc_dead_letters: measurable" in done.stdout
+    assert "warn kyc_dead_letters: the planner reads all of tenant_globex.dead_letter_queue (~8,000 rows" in done.stdout
+    assert 'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("status", "task_name", "created_at")' in done.stdout
+
+    # With the index it suggests, the plan reads the pending rows only: no warning.
+    await platform.execute("CREATE INDEX ON tenant_globex.dead_letter_queue (status, task_name, created_at)")
+    await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
+    indexed = run(*args)
+    assert indexed.returncode == 0, indexed.stdout + indexed.stderr
+    assert "warn" not in indexed.stdout
+
+
+def test_metrics_shows_the_declared_families_given_a_file() -> None:
+    example = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
+    done = run("metrics", "--backlogs.config-file", str(example))
+    assert done.returncode == 0, done.stderr
+    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row]
+    assert all(row in done.stdout.splitlines() for row in builtin)  # the built-in families, unchanged
+    for backlog in ("kyc_dead_letters", "outbox"):
+        assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
+    assert (
+        "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox |"
+        " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
+    )
+    assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
 
 
 @pytest.mark.parametrize(
