@@ -52,6 +52,7 @@ from typing import Any
 
 import asyncpg
 
+from bench import roads as road_bench
 from devkit.process import running_process
 from devkit.servers import LocalPostgres, free_port, start_postgres
 from devkit.tenants import create_database, create_tenants, expected_totals
@@ -171,6 +172,7 @@ class Report:
     http_tenants: int | None = None
     http_series: int | None = None
     idle: IdleCheck | None = None
+    roads: road_bench.RoadsReport | None = None
     exporter_rss_after_http_mib: float | None = None
     seconds: float = 0.0
 
@@ -698,6 +700,8 @@ def markdown(report: Report) -> str:
                 f"| {h.app} | {h.encoding} | {h.body_bytes:,} | {h.requests_per_second:,.0f}"
                 f" | {ratio(h.requests_per_second, floors.get(h.encoding, 0))} | {h.p50_ms:.2f} | {h.p99_ms:.2f} |"
             )
+    if report.roads is not None:
+        lines += road_bench.markdown(report.roads)
     if report.idle is not None:
         i = report.idle
         lines += [
@@ -726,6 +730,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--http-seconds", type=int, default=10)
     parser.add_argument("--http-tenants", type=int, default=10_000, help="tenant count for the HTTP figures")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--roads-tenants", type=int, default=10_000, help="tenant count for the roads section")
+    parser.add_argument("--no-roads", action="store_true")
+    parser.add_argument("--before", help="git ref of the exporter to compare with on the direct road (e.g. main)")
     parser.add_argument("--quick", action="store_true", help="10,100,1000 tenants, 3 runs, 3 s of wrk")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -776,6 +783,22 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
             report.exporter_rss_after_http_mib = rss_after
             for h in figures:
                 print(f"    http {h.app} {h.encoding}: {h.requests_per_second:,.0f} req/s", flush=True)
+        if count == args.roads_tenants and not args.no_roads:
+            wanted = expected_series(count)
+            report.roads = await road_bench.measure_roads(
+                server.port,
+                url,
+                "bench",
+                EXPORTER_PASSWORD,
+                count,
+                args.runs,
+                args.steady,
+                args.before,
+                SIGNALS,
+                lambda exporter, wanted=wanted: check_counts(exporter, *wanted),
+                loadavg,
+            )
+            print("\n".join(road_bench.markdown(report.roads)), flush=True)
         if count == args.counts[0]:
             report.idle = await check_idle_close(url, admin_url)
             print(f"    idle close: {report.idle}", flush=True)

@@ -34,6 +34,7 @@ class Reason(StrEnum):
     TOO_MANY_CONNECTIONS = "too_many_connections"
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
+    TRANSACTION_POOLER = "transaction_pooler"
     # Redis
     MISSING_GROUP = "missing_group"
     REDIS_ERROR = "redis_error"
@@ -154,3 +155,18 @@ class DatabaseUnreachable(Exception):
         tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
         kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
         super().__init__(f"no host gave a session{kind}: {tried}")
+
+
+class SessionNotKept(Exception):
+    """In session pool mode, a connection's server session did not last from one
+    of its transactions to the next: a transaction pooler is on the road."""
+
+    reason = Reason.TRANSACTION_POOLER
+
+    def __init__(self, evidence: str) -> None:
+        self.evidence = evidence
+        super().__init__(
+            f"the server session of a connection changed between two of its transactions ({evidence}):"
+            " a transaction pooler is in front of the database; set --database.pool-mode transaction"
+            " (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
+        )

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import DatabaseUnreachable, MeasurementError, Reason
+from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
 from exporter.samples import Sample
 from exporter.sources.dsn import InvalidDatabaseUrl
 
@@ -48,6 +48,10 @@ _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
     (asyncpg.exceptions.PostgresConnectionError, Reason.CONNECTION_ERROR),
     (asyncpg.exceptions.AdminShutdownError, Reason.CONNECTION_ERROR),
     (asyncpg.exceptions.InvalidCatalogNameError, Reason.CONNECTION_ERROR),
+    # A prepared statement missing from, or already in, the connection's server
+    # session: the session changed under the connection.
+    (asyncpg.exceptions.InvalidSQLStatementNameError, Reason.TRANSACTION_POOLER),
+    (asyncpg.exceptions.DuplicatePreparedStatementError, Reason.TRANSACTION_POOLER),
 )
 
 
@@ -58,6 +62,8 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
+    if isinstance(exc, SessionNotKept):
+        return Failure(exc.reason, str(exc))
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
         return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")
     if isinstance(exc, asyncpg.PostgresError):

@@ -58,6 +58,7 @@ def build_sources(settings: Settings) -> Sources:
                 batch_size=settings.batch_size,
                 idle_close_seconds=settings.idle_close,
                 max_queries_per_connection=settings.max_queries,
+                pool_mode=settings.pool_mode,
                 **({"application_name": named} if named else {}),
             ),
             timeouts,

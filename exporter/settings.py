@@ -14,6 +14,7 @@ from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
 from exporter.sources import dsn
+from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
 
@@ -129,6 +130,15 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option(
+        "pool_mode",
+        "--database.pool-mode",
+        "ORPYCAMCP_DATABASE_POOL_MODE",
+        PoolMode.SESSION.value,
+        "session (direct, or a session pooler: statements prepared once per connection) or transaction"
+        " (a transaction pooler such as PgBouncer pool_mode = transaction: nothing outlives a transaction)",
+        "MODE",
+    ),
+    Option(
         "backlogs_file",
         "--backlogs.config-file",
         "ORPYCAMCP_BACKLOGS_FILE",
@@ -166,6 +176,7 @@ class Settings:
     batch_size: int
     idle_close: float
     max_queries: int
+    pool_mode: PoolMode
     web_config_file: str | None
     log_format: str
     log_level: str
@@ -342,6 +353,7 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         batch_size=_count("batch_size", required("batch_size"), 1, 5000),
         idle_close=_seconds("idle_close", idle_raw) if idle_raw is not None else 3 * ttl,
         max_queries=_count("max_queries", required("max_queries"), 1, 10_000_000),
+        pool_mode=PoolMode(_choice("pool_mode", required("pool_mode"), tuple(mode.value for mode in PoolMode))),
         web_config_file=raw("web_config_file") or None,
         log_format=_choice("log_format", required("log_format"), ("text", "json")),
         log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),

@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
 from exporter.signals import Signal
 from exporter.sources import Sources
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres import PoolMode, Postgres
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
@@ -39,18 +40,36 @@ async def _first_failing_tenant(
     return None
 
 
-async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> None:
+async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
+    """What the server and the road to it are; False when the road does not fit the pool mode."""
     say(f"PostgreSQL {redact_url(postgres.settings.url)}")
     try:
+        probe = await postgres.probe_session()
         row = (await postgres.fetch(SERVER_SQL))[0]
         slugs = await postgres.active_tenant_slugs()
     except Exception as exc:  # reported as a reason, like any measurement
         failure = classify(exc, timeouts.deadline)
         say(f"  cannot read: {failure.reason}: {failure.detail}")
         say(f"  hint: {hint(failure.reason)}")
-        return
+        return True  # the signals fail on their own, with this reason
     say(f"  server {row['version']}, role {row['role']}, read-only {row['read_only']}")
     say(f"  {len(slugs)} active tenants")
+    mode = postgres.settings.pool_mode
+    if mode is PoolMode.SESSION and not probe.kept:
+        say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
+        say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
+        return False
+    if mode is PoolMode.SESSION:
+        say(f"  pool mode session: connections keep their server session ({probe.evidence})")
+    elif not probe.kept:
+        say(f"  pool mode transaction: a transaction pooler is in front ({probe.evidence})")
+    else:
+        say(
+            f"  pool mode transaction: connections keep their server session here ({probe.evidence});"
+            " --database.pool-mode session would plan each batch statement once per connection"
+            " instead of on every refresh"
+        )
+    return True
 
 
 async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
@@ -81,7 +100,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     healthy = True
     try:
         if sources.postgres is not None:
-            await _describe_postgres(sources.postgres, timeouts, say)
+            healthy = await _describe_postgres(sources.postgres, timeouts, say)
         if sources.redis is not None:
             say(f"Redis {redact_url(sources.redis.settings.url)}")
         for name in settings.signals:

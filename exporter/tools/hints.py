@@ -36,6 +36,9 @@ HINTS: dict[Reason, str] = {
     " names each host of the URL and what went wrong with it (refused, a missing socket directory, a"
     " certificate, a primary where target_session_attrs asks for a standby)",
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
+    Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
+    " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
+    " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",

@@ -8,6 +8,7 @@ import pytest
 
 from exporter.errors import ConfigError
 from exporter.settings import load, redact_url
+from exporter.sources.postgres import PoolMode
 
 DB = "postgresql://u:secret@db:5432/platform"
 
@@ -19,6 +20,13 @@ def test_defaults() -> None:
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
     assert settings.max_connections == 2
     assert settings.idle_close == 90.0
+    assert settings.pool_mode is PoolMode.SESSION
+
+
+def test_pool_mode_from_flag_or_environment() -> None:
+    env = {"ORPYCAMCP_DATABASE_POOL_MODE": "Transaction"}
+    assert load({"database_url": DB}, env).pool_mode is PoolMode.TRANSACTION
+    assert load({"database_url": DB, "pool_mode": "session"}, env).pool_mode is PoolMode.SESSION
 
 
 def test_flags_win_over_environment_over_defaults() -> None:
@@ -59,6 +67,7 @@ def test_redis_enables_streams_and_signals_subset() -> None:
         ({"max_connections": "0"}, "--database.max-connections"),
         ({"batch_size": "x"}, "--database.batch-size"),
         ({"log_format": "xml"}, "--log-format"),
+        ({"pool_mode": "statement"}, "--database.pool-mode"),
         ({"log_level": "loud"}, "--log-level"),
     ],
 )

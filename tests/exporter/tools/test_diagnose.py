@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from devkit.pgbouncer import pgbouncer_server
+from devkit.servers import PostgresServer
+from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.reference import metrics_table
-from tests.platform import Platform, at
+from tests.platform import EXPORTER_PASSWORD, Platform, at
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +151,37 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
         " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
     )
     assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("pooler", "mode", "code", "says"),
+    [
+        (None, "session", 0, "pool mode session: connections keep their server session"),
+        ("session", "session", 0, "pool mode session: connections keep their server session"),
+        ("transaction", "session", 1, "FAIL pool mode session, but a transaction pooler is in front"),
+        ("transaction", "transaction", 0, "pool mode transaction: a transaction pooler is in front"),
+        (None, "transaction", 0, "--database.pool-mode session would plan each batch statement once"),
+    ],
+    ids=[
+        "direct-session",
+        "session-pooler-session",
+        "transaction-pooler-session",
+        "transaction-pooler-transaction",
+        "direct-transaction",
+    ],
+)
+async def test_the_road_is_checked_against_the_pool_mode(
+    platform: Platform, pg_server: PostgresServer, pooler: str | None, mode: str, code: int, says: str
+) -> None:
+    await platform.add_tenant("acme")
+    with contextlib.ExitStack() as stack:
+        url = platform.exporter_url
+        if pooler is not None:
+            bouncer = stack.enter_context(pgbouncer_server(pg_server.port, pooler, {EXPORTER_ROLE: EXPORTER_PASSWORD}))
+            url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
+        done = run("diagnose", "--database-url", url, "--database.pool-mode", mode, "--signals", "dlq,audit_chain")
+    assert done.returncode == code, done.stdout + done.stderr
+    assert says in done.stdout
+    if code == 1:
+        assert "set --database.pool-mode transaction" in done.stdout
+    assert EXPORTER_PASSWORD not in done.stdout + done.stderr
