@@ -16,8 +16,10 @@ from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
 from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, value_series
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -82,6 +84,22 @@ async def debug_sleep(client: Redis, seconds: float) -> object:
     """Keeps the server busy (single-threaded) for `seconds`."""
     reply: object = await client.execute_command("DEBUG", "SLEEP", str(seconds))  # type: ignore[no-untyped-call]
     return reply
+
+
+async def server_is_busy(port: int) -> bool:
+    """Whether the server leaves a PING unanswered for a moment: it is inside a long command.
+    A raw socket, so the unanswered PING leaves no client state behind."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"PING\r\n")
+        await writer.drain()
+        await asyncio.wait_for(reader.readline(), 0.2)
+    except TimeoutError:
+        return True
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return False
 
 
 async def scrape_once(redis_url: str, database_url: str | None = None, **options: str) -> Page:
@@ -206,7 +224,8 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
 ) -> None:
     await create_groups(db)
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
-    exporter = make_exporter(None, redis.url, ttl="1", deadline="0.5")
+    clock = FakeClock()
+    exporter = make_exporter(None, redis.url, clock.clock, ttl="1", deadline="0.5")
     try:
         pages = await asyncio.gather(*(scrape(exporter) for _ in range(5)))
         assert exporter.caches["streams"].measurements == 1
@@ -217,7 +236,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
         assert cached.get(DL_ENTRIES, stream=SIGNATURE_DL) == 1  # still the cached measurement
         assert exporter.caches["streams"].measurements == 1
 
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         fresh = await scrape(exporter)
         assert fresh.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
         assert fresh.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
@@ -299,13 +318,14 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
     finally:
         await client.aclose()
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    exporter = make_exporter(platform.exporter_url, own_redis.url, ttl="3", deadline="2")
+    clock = FakeClock()
+    exporter = make_exporter(platform.exporter_url, own_redis.url, clock.clock, ttl="3", deadline="2")
     try:
         page = await scrape(exporter)
         assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 1
 
         own_redis.stop()
-        await asyncio.sleep(3.1)
+        clock.advance(3.1)
         started = time.monotonic()
         page = await scrape(exporter)
         elapsed = time.monotonic() - started
@@ -324,7 +344,7 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
             await create_groups(client)  # nothing persisted across the restart
         finally:
             await client.aclose()
-        await asyncio.sleep(3.1)
+        clock.advance(3.1)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 0
@@ -341,7 +361,8 @@ async def test_a_restart_between_measurements_costs_no_measurement(own_redis: Lo
         await create_groups(client)
     finally:
         await client.aclose()
-    exporter = make_exporter(None, own_redis.url, ttl="1", deadline="0.5")
+    clock = FakeClock()
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline="0.5")
     try:
         assert (await scrape(exporter)).measured("streams") == 1
         own_redis.stop()
@@ -352,7 +373,7 @@ async def test_a_restart_between_measurements_costs_no_measurement(own_redis: Lo
             await client.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600004000-0")
         finally:
             await client.aclose()
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         # The pooled connection the server closed is replaced when taken, not reported as a failure.
         page = await scrape(exporter)
         assert page.measured("streams") == 1
@@ -368,10 +389,11 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
     await create_groups(client)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     deadline = 0.5
-    exporter = make_exporter(None, own_redis.url, ttl="1", deadline=str(deadline))
+    clock = FakeClock()
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline=str(deadline))
     try:
         assert (await scrape(exporter)).measured("streams") == 1  # the connection is open and pooled
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         own_redis.pause()
         try:
             started = time.monotonic()
@@ -386,7 +408,7 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
         # Whatever the cut measurement left unread is not served to the next one.
         await client.xadd(DOCUMENTS, {"event": "document.signed"}, id="1764680020000-0")
         await client.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
@@ -427,7 +449,7 @@ async def test_a_server_busy_past_the_deadline_is_a_timeout(
         assert await busy.ping()
         sleeping = asyncio.create_task(debug_sleep(busy, 1.5))
         try:
-            await asyncio.sleep(0.1)  # the server is now inside DEBUG SLEEP
+            assert await wait_until(lambda: server_is_busy(redis.port), 1.0), "DEBUG SLEEP never started"
             started = time.monotonic()
             page = await scrape(exporter)
             elapsed = time.monotonic() - started
