@@ -1,4 +1,4 @@
-"""Command line: `orpycamcp-exporter [serve|demo] [options]`."""
+"""Command line: `orpycamcp-exporter [serve|demo|diagnose|check-config|metrics] [options]`."""
 
 from __future__ import annotations
 

@@ -59,6 +59,15 @@ async def scrape(exporter: Exporter, wait: float | None = None) -> Page:
     return parse(body.raw)
 
 
+async def scrape_once(database_url: str | None, redis_url: str | None = None, **options: str) -> Page:
+    """One scrape of a new exporter, closed afterwards."""
+    exporter = make_exporter(database_url, redis_url, **options)
+    try:
+        return await scrape(exporter)
+    finally:
+        await exporter.close()
+
+
 def value_series(page: Page, signal_prefixes: tuple[str, ...]) -> list[Key]:
     return [key for key in page.values if key[0].startswith(signal_prefixes)]
 

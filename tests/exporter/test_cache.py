@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 async def test_nothing_is_measured_before_a_scrape(platform: Platform) -> None:
     exporter = make_exporter(platform.exporter_url)
     try:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # real time on purpose: no timer or background task measures on its own
         assert all(cache.measurements == 0 for cache in exporter.caches.values())
         assert await platform.exporter_sessions() == 0
     finally:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.clock import FakeClock
 from tests.platform import Platform
-from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, value_series
+from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, scrape_once, value_series
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -102,14 +102,6 @@ async def server_is_busy(port: int) -> bool:
     return False
 
 
-async def scrape_once(redis_url: str, database_url: str | None = None, **options: str) -> Page:
-    exporter = make_exporter(database_url, redis_url, **options)
-    try:
-        return await scrape(exporter)
-    finally:
-        await exporter.close()
-
-
 def reasons(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         str(record.__dict__["reason"])
@@ -169,7 +161,7 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
     assert await db.exists(WORKFLOW_DL) == 1
     # The notification dead-letter stream was never written.
 
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
 
     assert page.measured("streams") == 1
     assert page.family(PENDING) == {
@@ -196,13 +188,13 @@ async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: Loc
     await db.xreadgroup("signature-service", "sig-2", {DOCUMENTS: ">"})
     # The oldest moves from sig-1 to sig-2: still pending, still the oldest.
     await db.xclaim(DOCUMENTS, "signature-service", "sig-2", min_idle_time=0, message_ids=["1764680000100-0"])
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 3
     assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.1
 
     # Acknowledging the oldest moves the oldest to the next smallest pending ID.
     await db.xack(DOCUMENTS, "signature-service", "1764680000100-0")
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 2
     assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.2
 
@@ -211,7 +203,7 @@ async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: Loca
     await create_groups(db)
     for stream in DEADLETTER_STREAMS:
         assert await db.exists(stream) == 0
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.measured("streams") == 1
     assert page.family(DL_ENTRIES) == {only(stream): 0 for stream in DEADLETTER_STREAMS}
     assert page.family(DL_OLDEST) == {}
@@ -251,7 +243,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
 async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, db: Redis) -> None:
     await create_groups(db)
     await db.config_resetstat()
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.measured("streams") == 1
 
     stats = await db.info("commandstats")
@@ -278,7 +270,7 @@ async def test_a_missing_group_leaves_the_signal_unmeasured_and_postgres_measure
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
 
-    page = await scrape_once(redis.url, platform.exporter_url)
+    page = await scrape_once(platform.exporter_url, redis.url)
 
     assert_unmeasured(page)
     assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is None
@@ -287,25 +279,32 @@ async def test_a_missing_group_leaves_the_signal_unmeasured_and_postgres_measure
         assert page.measured(signal) == 1
 
 
-async def test_a_missing_source_stream_is_a_missing_group(
-    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
-) -> None:
+async def nothing_there(db: Redis) -> None:
     assert await db.dbsize() == 0
-    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    page = await scrape_once(redis.url, signals="streams")
-    assert_unmeasured(page)
-    assert reasons(caplog) == ["missing_group"]
 
 
-async def test_a_dead_letter_key_of_another_type_is_a_failure(
-    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
-) -> None:
+async def a_dead_letter_key_of_another_type(db: Redis) -> None:
     await create_groups(db)
     await db.set(WORKFLOW_DL, "not a stream")
+
+
+@pytest.mark.parametrize(
+    ("setup", "reason"),
+    [(nothing_there, "missing_group"), (a_dead_letter_key_of_another_type, "redis_error")],
+    ids=["a-missing-source-stream-is-a-missing-group", "a-dead-letter-key-of-another-type"],
+)
+async def test_what_redis_holds_leaves_the_signal_unmeasured(
+    redis: LocalRedis,
+    db: Redis,
+    caplog: pytest.LogCaptureFixture,
+    setup: Callable[[Redis], Awaitable[None]],
+    reason: str,
+) -> None:
+    await setup(db)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert_unmeasured(page)
-    assert reasons(caplog) == ["redis_error"]
+    assert reasons(caplog) == [reason]
 
 
 async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
