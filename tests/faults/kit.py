@@ -6,7 +6,6 @@ of the fault clearing, no connection is leaked and nothing is written."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -15,12 +14,10 @@ from typing import Literal
 
 import asyncpg
 import pytest
-import redis
 from redis.asyncio import Redis as AsyncRedis
 
 from devkit.servers import RedisServer
 from exporter.scrape import Exporter
-from registry.values import STREAM_GROUPS
 from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import AUDIT_PREFIX, DLQ_PREFIX, PRESERVATION_PREFIX, STREAMS_PREFIX, Page, scrape, value_series
@@ -257,16 +254,6 @@ class FaultCase:
     proxied: bool = False  # the exporter reaches PostgreSQL through a StallProxy
     warm: bool = True  # False: injected before the first scrape (see exercise_fault)
     in_log: tuple[str, ...] = ()
-
-
-def create_stream_groups(url: str) -> None:
-    client = redis.Redis.from_url(url, decode_responses=True)
-    try:
-        for stream, group in STREAM_GROUPS:
-            with contextlib.suppress(redis.exceptions.ResponseError):  # BUSYGROUP: already there
-                client.xgroup_create(stream, group, id="0", mkstream=True)
-    finally:
-        client.close()
 
 
 def capture(caplog: pytest.LogCaptureFixture) -> None:

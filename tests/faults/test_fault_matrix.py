@@ -21,6 +21,7 @@ import asyncpg
 import pytest
 
 from devkit.servers import LocalPostgres, PostgresServer, RedisServer, free_port, start_postgres
+from devkit.streams import create_stream_groups_at
 from tests.clock import FakeClock
 from tests.faults.kit import (
     DEADLINE,
@@ -35,7 +36,6 @@ from tests.faults.kit import (
     assert_page,
     assert_role_cannot_write,
     capture,
-    create_stream_groups,
     exercise_fault,
     last_successes,
     nothing,
@@ -101,7 +101,7 @@ async def stop_redis(scene: Scene) -> None:
 
 async def restart_redis(scene: Scene) -> None:
     scene.redis.start()
-    create_stream_groups(scene.redis.url)  # nothing persisted across the restart
+    await create_stream_groups_at(scene.redis.url)  # nothing persisted across the restart
 
 
 async def pause_redis(scene: Scene) -> None:

@@ -10,6 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis, start_redis
+from devkit.streams import create_stream_groups
 from exporter.errors import ConfigError, ContractViolation
 from exporter.outcomes import classify
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
@@ -69,11 +70,6 @@ def own_redis() -> Iterator[LocalRedis]:
         server.remove()
 
 
-async def create_groups(client: Redis) -> None:
-    for stream, group in STREAM_GROUPS:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
-
-
 def delivered_ids(reply: Any) -> list[str]:
     """The entry IDs an XREADGROUP of one stream delivered."""
     ((_, entries),) = reply
@@ -119,7 +115,7 @@ def assert_unmeasured(page: Page) -> None:
 
 
 async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for entry_id in ("1764680000000-0", "1764680000000-1", "1764680005000-0", "1764680010123-4"):
         await db.xadd(DOCUMENTS, {"event": "document.signed"}, id=entry_id)
 
@@ -181,7 +177,7 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
 
 
 async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for entry_id in ("1764680000100-0", "1764680000200-0", "1764680000300-0"):
         await db.xadd(DOCUMENTS, {"event": "document.created"}, id=entry_id)
     await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=1)
@@ -200,7 +196,7 @@ async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: Loc
 
 
 async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for stream in DEADLETTER_STREAMS:
         assert await db.exists(stream) == 0
     page = await scrape_once(None, redis.url, signals="streams")
@@ -214,7 +210,7 @@ async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: Loca
 async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_scrapes(
     redis: LocalRedis, db: Redis
 ) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
     clock = FakeClock()
     exporter = make_exporter(None, redis.url, clock.clock, ttl="1", deadline="0.5")
@@ -241,7 +237,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
 
 
 async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     await db.config_resetstat()
     page = await scrape_once(None, redis.url, signals="streams")
     assert page.measured("streams") == 1
@@ -284,7 +280,7 @@ async def nothing_there(db: Redis) -> None:
 
 
 async def a_dead_letter_key_of_another_type(db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     await db.set(WORKFLOW_DL, "not a stream")
 
 
@@ -312,7 +308,7 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 ) -> None:
     client = connect(own_redis.url)
     try:
-        await create_groups(client)
+        await create_stream_groups(client)
         await client.xadd(NOTIFICATION_DL, {"event": "notification.failed"}, id="1764600000000-0")
     finally:
         await client.aclose()
@@ -340,7 +336,7 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
         own_redis.start()
         client = connect(own_redis.url)
         try:
-            await create_groups(client)  # nothing persisted across the restart
+            await create_stream_groups(client)  # nothing persisted across the restart
         finally:
             await client.aclose()
         clock.advance(3.1)
@@ -357,7 +353,7 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 async def test_a_restart_between_measurements_costs_no_measurement(own_redis: LocalRedis) -> None:
     client = connect(own_redis.url)
     try:
-        await create_groups(client)
+        await create_stream_groups(client)
     finally:
         await client.aclose()
     clock = FakeClock()
@@ -368,7 +364,7 @@ async def test_a_restart_between_measurements_costs_no_measurement(own_redis: Lo
         own_redis.start()
         client = connect(own_redis.url)
         try:
-            await create_groups(client)
+            await create_stream_groups(client)
             await client.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600004000-0")
         finally:
             await client.aclose()
@@ -385,7 +381,7 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
     own_redis: LocalRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = connect(own_redis.url)
-    await create_groups(client)
+    await create_stream_groups(client)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     deadline = 0.5
     clock = FakeClock()
@@ -439,7 +435,7 @@ async def test_a_new_connection_to_a_frozen_redis_is_cut_at_the_deadline(
 async def test_a_server_busy_past_the_deadline_is_a_timeout(
     redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     deadline = 0.5
     exporter = make_exporter(None, redis.url, ttl="1", deadline=str(deadline))

@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from devkit.servers import LocalRedis
+from devkit.streams import create_stream_groups
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -98,8 +99,7 @@ class Proxy:
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
     client = Redis.from_url(redis.url, decode_responses=True)
     await client.flushall()
-    for stream, group in STREAM_GROUPS:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    await create_stream_groups(client)
     try:
         yield client
     finally:
