@@ -206,6 +206,7 @@ class Scene:
 
     platform: Platform
     redis: RedisServer
+    own_redis: bool = False  # the case's own server, which it may stop or pause
     proxy: StallProxy | None = None
     _locker: asyncpg.Connection | None = None
     _redis_client: AsyncRedis | None = None
@@ -220,6 +221,13 @@ class Scene:
         if self._redis_client is None:
             self._redis_client = AsyncRedis.from_url(self.redis.url, decode_responses=True)
         return self._redis_client
+
+    def unblock(self) -> None:
+        """Let bytes flow again, so that closing the exporter cannot hang on a stalled peer."""
+        if self.proxy is not None:
+            self.proxy.resume()
+        if self.own_redis:
+            self.redis.resume()
 
     async def close(self) -> None:
         if self._locker is not None:

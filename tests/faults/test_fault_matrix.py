@@ -334,14 +334,11 @@ async def scene(
     if case.proxied:
         proxy = StallProxy(platform.server.port)
         await proxy.start()
-    scene = Scene(platform, redis_server, proxy)
+    scene = Scene(platform, redis_server, case.redis == "own", proxy)
     try:
         yield scene
     finally:
-        if case.redis == "own":
-            redis_server.resume()  # a paused server would hold the exporter's close
-        if proxy is not None:
-            proxy.resume()
+        scene.unblock()
         await scene.close()
         if proxy is not None:
             await proxy.close()
@@ -369,6 +366,7 @@ async def test_fault(case: FaultCase, scene: Scene, caplog: pytest.LogCaptureFix
             warm=case.warm,
         )
     finally:
+        scene.unblock()
         await exporter.close()
     logged = reasons(caplog)
     if case.exact:
