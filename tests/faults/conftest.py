@@ -26,7 +26,7 @@ def streams_redis() -> Iterator[RedisServer]:
 
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
-    """A Redis of this test's own, free to be stopped, paused and restarted."""
+    """A Redis of this test's own, free to be stopped, paused and restarted; empty
+    (the fault matrix's scene creates the consumer groups, inside the test's event loop)."""
     with redis_server() as server:
-        asyncio.run(create_stream_groups_at(server.url))
         yield server

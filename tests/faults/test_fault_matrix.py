@@ -329,7 +329,10 @@ async def scene(
 ) -> AsyncIterator[Scene]:
     """The case's platform (seeded), its Redis, and the stall proxy when the case goes through one."""
     await seeded(platform, "acme")
-    redis_server: RedisServer = request.getfixturevalue("own_redis") if case.redis == "own" else streams_redis
+    redis_server: RedisServer = streams_redis
+    if case.redis == "own":
+        redis_server = request.getfixturevalue("own_redis")
+        await create_stream_groups_at(redis_server.url)
     proxy = None
     if case.proxied:
         proxy = StallProxy(platform.server.port)
@@ -469,8 +472,10 @@ async def test_postgres_restarted_between_scrapes_costs_no_measurement(
         first = await timed_scrape(exporter)
         assert_page(first, ())
         assert await platform.exporter_sessions() >= 1  # connections kept for the next refresh
-        own_pg.stop(mode)
-        own_pg.start()
+        # Off the event loop, as in production: the exporter's loop runs while the server
+        # goes down and up, and sees its connections close.
+        await asyncio.to_thread(own_pg.stop, mode)
+        await asyncio.to_thread(own_pg.start)
         clock.advance(TTL + 0.1)
         # The database is up when the next measurement runs: the stale connections are
         # replaced, not reported as a failure.
