@@ -11,10 +11,11 @@ from exporter.errors import Reason
 from exporter.exposition.assemble import assemble
 from exporter.outcomes import Failure, Outcome
 from exporter.samples import Sample
-from registry import FAMILIES, VERSION
+from registry import BUILTIN, VERSION
 from registry.families import (
     AUDIT_BREAKS,
     BUILD_INFO,
+    DATABASE_REPLAY_LAG,
     DLQ_PENDING,
     SIGNAL_DURATION,
     SIGNAL_LAST_SUCCESS,
@@ -33,7 +34,7 @@ def series(
 ) -> Series:
     """Every sample of the scrape by (family, labels); a repeated series fails the test."""
     found: Series = {}
-    for family in assemble(enabled, outcomes, last if last is not None else outcomes):
+    for family in assemble(enabled, outcomes, last if last is not None else outcomes, BUILTIN):
         for sample in family.samples:
             assert sample.family == family.family.name, "a sample filed under another family"
             key = (sample.family, sample.labels)
@@ -47,8 +48,8 @@ def of(found: Series, family: str) -> Series:
 
 
 def test_every_registered_family_in_registry_order_even_when_empty() -> None:
-    families = assemble((), {}, {})
-    assert [f.family for f in families] == list(FAMILIES)
+    families = assemble((), {}, {}, BUILTIN)
+    assert [f.family for f in families] == list(BUILTIN.families)
     assert [f.family.name for f in families if f.samples] == [BUILD_INFO.name]
 
 
@@ -152,3 +153,13 @@ def test_values_appear_exactly_when_this_scrape_measured_the_signal(
         known = last[signal]
         expected_last_success = known.last_success if known is not None else None
         assert found.get((SIGNAL_LAST_SUCCESS.name, (signal,))) == expected_last_success
+
+
+def test_meta_samples_measured_apart_are_emitted_as_given() -> None:
+    """The replay lag is measured beside the signals, not by one: assembled as it comes."""
+    lag = Sample(DATABASE_REPLAY_LAG.name, (), 1.5)
+    found: Series = {}
+    for family in assemble(["dlq"], {"dlq": None}, {"dlq": None}, BUILTIN, meta=[lag]):
+        for sample in family.samples:
+            found[(sample.family, sample.labels)] = sample.value
+    assert found[(DATABASE_REPLAY_LAG.name, ())] == 1.5
