@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -74,6 +74,17 @@ def delivered_ids(reply: Any) -> list[str]:
     """The entry IDs an XREADGROUP of one stream delivered."""
     ((_, entries),) = reply
     return [entry_id for entry_id, _ in entries]
+
+
+async def groups_and_dead_letters(url: str, dead_letters: Mapping[str, str] | None = None) -> None:
+    """The consumer groups, and one entry (with this ID) in each dead-letter stream named."""
+    client = connect(url)
+    try:
+        await create_stream_groups(client)
+        for stream, entry_id in (dead_letters or {}).items():
+            await client.xadd(stream, {"event": "failed"}, id=entry_id)
+    finally:
+        await client.aclose()
 
 
 async def debug_sleep(client: Redis, seconds: float) -> object:
@@ -306,12 +317,7 @@ async def test_what_redis_holds_leaves_the_signal_unmeasured(
 async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
     own_redis: LocalRedis, platform: Platform, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = connect(own_redis.url)
-    try:
-        await create_stream_groups(client)
-        await client.xadd(NOTIFICATION_DL, {"event": "notification.failed"}, id="1764600000000-0")
-    finally:
-        await client.aclose()
+    await groups_and_dead_letters(own_redis.url, {NOTIFICATION_DL: "1764600000000-0"})
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     clock = FakeClock()
     exporter = make_exporter(platform.exporter_url, own_redis.url, clock.clock, ttl="3", deadline="2")
@@ -334,11 +340,7 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
         assert last_success is not None  # the last success is kept while failing
 
         own_redis.start()
-        client = connect(own_redis.url)
-        try:
-            await create_stream_groups(client)  # nothing persisted across the restart
-        finally:
-            await client.aclose()
+        await groups_and_dead_letters(own_redis.url)  # nothing persisted across the restart
         clock.advance(3.1)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
@@ -351,23 +353,14 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 
 
 async def test_a_restart_between_measurements_costs_no_measurement(own_redis: LocalRedis) -> None:
-    client = connect(own_redis.url)
-    try:
-        await create_stream_groups(client)
-    finally:
-        await client.aclose()
+    await groups_and_dead_letters(own_redis.url)
     clock = FakeClock()
     exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline="0.5")
     try:
         assert (await scrape(exporter)).measured("streams") == 1
         own_redis.stop()
         own_redis.start()
-        client = connect(own_redis.url)
-        try:
-            await create_stream_groups(client)
-            await client.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600004000-0")
-        finally:
-            await client.aclose()
+        await groups_and_dead_letters(own_redis.url, {SIGNATURE_DL: "1764600004000-0"})
         clock.advance(1.1)
         # The pooled connection the server closed is replaced when taken, not reported as a failure.
         page = await scrape(exporter)
