@@ -9,7 +9,7 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from devkit import images
 from exporter.tools.throwaway import ServerUnavailable, free_port, wait_for_port
@@ -108,21 +108,27 @@ class ContainerRedis:
             self.container.stop()
 
 
-def start_container_postgres(settings: dict[str, str] | None = None) -> ContainerPostgres:
-    server = ContainerPostgres(port=free_port(), password=secrets.token_urlsafe(16), settings=settings or {})
+class _Server(Protocol):
+    def start(self, timeout: float = ...) -> None: ...
+    def remove(self) -> None: ...
+
+
+Started = TypeVar("Started", bound=_Server)
+
+
+def _started(server: Started) -> Started:
+    """The server, started; removed (never left half-made) if it does not start."""
     try:
         server.start()
     except BaseException:
         server.remove()
         raise
     return server
+
+
+def start_container_postgres(settings: dict[str, str] | None = None) -> ContainerPostgres:
+    return _started(ContainerPostgres(port=free_port(), password=secrets.token_urlsafe(16), settings=settings or {}))
 
 
 def start_container_redis() -> ContainerRedis:
-    server = ContainerRedis(port=free_port())
-    try:
-        server.start()
-    except BaseException:
-        server.remove()
-        raise
-    return server
+    return _started(ContainerRedis(port=free_port()))

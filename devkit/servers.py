@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import NoReturn, Protocol
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import NoReturn, Protocol, TypeVar
 
 import pytest
 
@@ -135,41 +135,48 @@ def _fail(exc: ServerUnavailable, hint: str) -> NoReturn:
     pytest.fail(f"{exc}. {hint}", pytrace=False)
 
 
+class _Removable(Protocol):
+    def remove(self) -> None: ...
+
+
+Server = TypeVar("Server", bound=_Removable)
+
+
 @contextmanager
-def postgres_server() -> Iterator[PostgresServer]:
+def _serving(start: Callable[[], Server], hint: str) -> Iterator[Server]:
+    """A started server, removed afterwards; the test fails with `hint` if it cannot start."""
+    try:
+        server = start()
+    except ServerUnavailable as exc:
+        _fail(exc, hint)
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+def postgres_server() -> AbstractContextManager[PostgresServer]:
     """A private PostgreSQL 15: a container, or a cluster from the local binaries.
 
     Both can be stopped, killed and started again on the same port.
     """
-    server: PostgresServer
-    try:
+
+    def start() -> PostgresServer:
         if in_containers():
             from devkit.containers import start_container_postgres
 
-            server = start_container_postgres()
-        else:
-            server = start_postgres()
-    except ServerUnavailable as exc:
-        _fail(exc, "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.")
-    try:
-        yield server
-    finally:
-        server.remove()
+            return start_container_postgres()
+        return start_postgres()
+
+    return _serving(start, "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.")
 
 
-@contextmanager
-def redis_server() -> Iterator[RedisServer]:
-    server: RedisServer
-    try:
+def redis_server() -> AbstractContextManager[RedisServer]:
+    def start() -> RedisServer:
         if in_containers():
             from devkit.containers import start_container_redis
 
-            server = start_container_redis()
-        else:
-            server = start_redis()
-    except ServerUnavailable as exc:
-        _fail(exc, "Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.")
-    try:
-        yield server
-    finally:
-        server.remove()
+            return start_container_redis()
+        return start_redis()
+
+    return _serving(start, "Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.")

@@ -1,4 +1,4 @@
-"""Command line: `orpycamcp-exporter [serve|demo] [options]`."""
+"""Command line: `orpycamcp-exporter COMMAND [options]`, `serve` when no command is given."""
 
 from __future__ import annotations
 

@@ -127,6 +127,17 @@ class Platform:
         count: int = rows[0]["n"]
         return count
 
+    async def exporter_waiting_on_a_lock(self) -> bool:
+        """Whether a session of the exporter's role is blocked on another session's lock."""
+        rows = await self.fetch(
+            "SELECT count(*) AS n FROM pg_stat_activity"
+            " WHERE usename = $1 AND datname = $2 AND wait_event_type = 'Lock'",
+            EXPORTER_ROLE,
+            self.database,
+        )
+        waiting: int = rows[0]["n"]
+        return waiting > 0
+
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'

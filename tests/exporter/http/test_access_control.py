@@ -7,6 +7,7 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import bcrypt
@@ -60,14 +61,20 @@ def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
     return context
 
 
+@contextmanager
+def _https_exporter(platform: Platform, folder: Path, mutual: bool, workdir: Path) -> Iterator[RunningProcess]:
+    """The exporter over TLS; with `mutual`, it requires a client certificate (and gets it when polled)."""
+    args = ["--database-url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
+    ready: dict[str, object] = {"verify": _client_context(folder, "client.pem" if mutual else None)}
+    with exporter_process(args, workdir, scheme="https", ready_kwargs=ready) as process:
+        yield process
+
+
 @pytest.fixture(scope="module")
 def tls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProcess]:
-    folder = pki[1]
-    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, False))]
-    ready: dict[str, object] = {"verify": _client_context(folder, None)}
-    with exporter_process(args, tmp_path_factory.mktemp("tls"), scheme="https", ready_kwargs=ready) as process:
+    with _https_exporter(module_platform, pki[1], False, tmp_path_factory.mktemp("tls")) as process:
         yield process
 
 
@@ -75,10 +82,7 @@ def tls_exporter(
 def mtls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProcess]:
-    folder = pki[1]
-    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, True))]
-    ready: dict[str, object] = {"verify": _client_context(folder, "client.pem")}
-    with exporter_process(args, tmp_path_factory.mktemp("mtls"), scheme="https", ready_kwargs=ready) as process:
+    with _https_exporter(module_platform, pki[1], True, tmp_path_factory.mktemp("mtls")) as process:
         yield process
 
 

@@ -2,9 +2,10 @@
 lock on a stock server (max_locks_per_transaction = 64), read exactly, for
 the built-in signals and for a declared tenant-scope backlog.
 
-Tenants are created by the benchmark's generator (one DO block per 250
-tenants), whose rows are a pure function of the tenant number, so the exact
-totals are known without reading the database back. No timing is asserted.
+Tenants are created by devkit/tenants.py, shared with the benchmark (one DO
+block per 250 tenants), whose rows are a pure function of the tenant number,
+so the exact totals are known without reading the database back. No timing
+is asserted.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from devkit.standby import caught_up, start_standby
 from exporter.errors import DatabaseUnreachable
 from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
-from tests.faults.kit import eventually
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import Page, make_exporter, scrape
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -146,7 +146,7 @@ async def test_the_replay_lag_is_the_age_of_the_last_replayed_transaction_when_n
         async def receiver_gone() -> bool:
             return bool(await standby.fetchval("SELECT NOT EXISTS (SELECT FROM pg_stat_wal_receiver)"))
 
-        assert await eventually(receiver_gone, 10)
+        assert await wait_until(receiver_gone, 10)
         exporter = make_exporter(pair.url(pair.standby, EXPORTER_ROLE))
         try:
             before = await standby.fetchval("SELECT extract(epoch FROM now() - $1::timestamptz)::float8", replayed_at)
@@ -247,7 +247,7 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
             pages.append(await scrape(exporter))
             return all(pages[-1].measured(s) == 1 for s in ("dlq", "preservation", "audit_chain"))
 
-        assert await eventually(on_the_primary, 4 * TTL, step=0)
+        assert await wait_until(on_the_primary, 4 * TTL, step=0)
         assert_seeded_values(pages[-1])
         assert pages[-1].family(LAG) == {}
 
@@ -259,7 +259,7 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
             pages.append(await scrape(exporter))
             return pages[-1].get(LAG) is not None
 
-        assert await eventually(back_on_the_standby, 4 * TTL, step=0)
+        assert await wait_until(back_on_the_standby, 4 * TTL, step=0)
         assert_seeded_values(pages[-1])
         assert pages[-1].get(LAG) == 0
     finally:
