@@ -15,6 +15,7 @@ import pytest
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer, RedisServer
 from exporter.tools.demo import EXPORTER_ROLE
+from tests.clock import FakeClock
 from tests.faults.kit import (
     DEADLINE,
     POSTGRES_SIGNALS,
@@ -58,7 +59,10 @@ async def test_pgbouncer_restarted(
     """Stopped (every client connection dropped), then started again on the same port."""
     capture(caplog)
     await seeded(platform)
-    exporter = make_exporter(through(bouncer, platform), streams_redis.url, pool_mode=bouncer.pool_mode, **OPTIONS)
+    clock = FakeClock()
+    exporter = make_exporter(
+        through(bouncer, platform), streams_redis.url, clock.clock, pool_mode=bouncer.pool_mode, **OPTIONS
+    )
 
     async def inject() -> None:
         await asyncio.to_thread(bouncer.stop)
@@ -67,7 +71,7 @@ async def test_pgbouncer_restarted(
         await asyncio.to_thread(bouncer.start)
 
     try:
-        run = await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear)
+        run = await exercise_fault(platform, exporter, clock, POSTGRES_SIGNALS, inject, clear)
         assert run.after.get("orpycamcp_dlq_pending_events", origin_group="workflow-service") == 1
         assert reasons(caplog) == {"connection_error"}
     finally:
@@ -82,7 +86,10 @@ async def test_pgbouncer_paused(
     (Transaction pooling: in session pooling PAUSE waits for the clients to disconnect.)"""
     capture(caplog)
     await seeded(platform)
-    exporter = make_exporter(through(bouncer, platform), streams_redis.url, pool_mode="transaction", **OPTIONS)
+    clock = FakeClock()
+    exporter = make_exporter(
+        through(bouncer, platform), streams_redis.url, clock.clock, pool_mode="transaction", **OPTIONS
+    )
 
     async def inject() -> None:
         await bouncer.admin("PAUSE")
@@ -91,7 +98,7 @@ async def test_pgbouncer_paused(
         await bouncer.admin("RESUME")
 
     try:
-        run = await exercise_fault(platform, exporter, POSTGRES_SIGNALS, inject, clear)
+        run = await exercise_fault(platform, exporter, clock, POSTGRES_SIGNALS, inject, clear)
         assert run.after.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="fixity") == 1
         assert reasons(caplog) == {"timeout"}
     finally:
