@@ -1,35 +1,54 @@
-# syntax=docker/dockerfile:1
 # orpycamcp-exporter container image.
 #
 #   docker build -t orpycamcp-exporter .
 #   docker run --rm -p 9874:9874 -e DATABASE_URL=postgresql://... orpycamcp-exporter
 #
-# Two stages on the same official slim Python base: the builder installs the
-# project and its runtime dependencies (from pyproject.toml) into a virtualenv,
-# the final stage copies only that virtualenv. Every runtime dependency ships
-# wheels for CPython 3.11 on linux/amd64 and linux/arm64, so no compiler is
-# needed in either stage and none reaches the final image.
+# Air-gapped: point BASE_IMAGE at a mirror (any Debian-like image with python3
+# >= 3.11 and its venv module), and build the wheels on a machine that reaches
+# the package index first; the build then installs from them only:
+#
+#   scripts/wheelhouse      # pip wheel into wheels/
+#   docker build --build-arg BASE_IMAGE=mirror.example/python:3.11-slim-bookworm .
+#
+# Two stages on the same base: the builder installs the project and its runtime
+# dependencies (from pyproject.toml) into a virtualenv, the final stage copies
+# only that virtualenv. Every runtime dependency ships wheels for CPython 3.11
+# on linux/amd64 and linux/arm64, so no compiler is needed in either stage and
+# none reaches the final image.
 
-FROM python:3.11-slim-bookworm AS builder
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+
+FROM ${BASE_IMAGE} AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
-RUN python -m venv /opt/venv
+# Whatever python3 the base has, wherever it keeps it: the virtualenv links to
+# it, and the final stage, on the same base, has it at the same place.
+RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-# Only what the package build reads (.dockerignore keeps everything else out).
+# Only what the package build reads (.dockerignore keeps everything else out),
+# and the wheelhouse, empty unless scripts/wheelhouse filled it.
 COPY pyproject.toml README.md ./
 COPY registry/ registry/
 COPY exporter/ exporter/
+COPY wheels/ wheels/
 # `.` is this project: its dependencies and their bounds come from pyproject.toml.
-RUN pip install --no-cache-dir .
+# The installer itself is not needed at run time: out of the virtualenv it goes.
+RUN if [ -n "$(find wheels -name '*.whl' -print -quit)" ]; then \
+        pip install --no-cache-dir --no-index --find-links=wheels . ; \
+    else \
+        pip install --no-cache-dir . ; \
+    fi \
+    && pip uninstall --yes pip setuptools
 
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
 
+ARG BASE_IMAGE
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="orpycamcp-exporter" \
       org.opencontainers.image.description="Prometheus exporter for the backlogs that pile up in silence on the orpycamcp platform" \
@@ -37,7 +56,7 @@ LABEL org.opencontainers.image.title="orpycamcp-exporter" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="https://github.com/orpycamcp/orpycamcp-exporter" \
       org.opencontainers.image.documentation="https://github.com/orpycamcp/orpycamcp-exporter/blob/main/README.md" \
-      org.opencontainers.image.base.name="docker.io/library/python:3.11-slim-bookworm"
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
@@ -51,10 +70,11 @@ USER 65532:65532
 
 EXPOSE 9874
 
-# /-/healthy never touches the database. No proxy: the exporter answers 404 to
-# anything that came through one.
+# Probes /-/healthy (which never touches the database) where the exporter
+# really listens: the address, TLS and basic auth come from the serving
+# process's own flags, environment and web configuration.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import urllib.request as u; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:9874/-/healthy', timeout=4)"]
+    CMD ["orpycamcp-exporter", "healthcheck"]
 
 ENTRYPOINT ["orpycamcp-exporter"]
 CMD ["serve"]

@@ -35,14 +35,14 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-import redis.asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from devkit.process import exporter_process
 from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.streams import create_stream_groups_at
 from devkit.tenants import create_database
 from exporter.tools.demo import EXPORTER_ROLE
-from registry.values import ORIGIN_GROUPS, SIGNALS, STREAM_GROUPS
+from registry.values import ORIGIN_GROUPS, SIGNALS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -114,15 +114,6 @@ async def create_tenants(admin_url: str, count: int) -> None:
         )
     finally:
         await connection.close()
-
-
-async def create_stream_groups(url: str) -> None:
-    client = redis.asyncio.Redis.from_url(url, decode_responses=True)
-    try:
-        for stream, group in STREAM_GROUPS:
-            await client.xgroup_create(stream, group, id="0", mkstream=True)
-    finally:
-        await client.aclose()
 
 
 def exporter_url(server: LocalPostgres, database: str) -> str:
@@ -467,7 +458,7 @@ async def run_load(
     """Builds the data, starts the exporter and drives the clients; servers are the caller's."""
     admin_url = await create_bench_database(postgres, database, statements=True)
     await create_tenants(admin_url, tenants)
-    await create_stream_groups(redis_server.url)
+    await create_stream_groups_at(redis_server.url)
     args = [
         "--database-url",
         exporter_url(postgres, database),

@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,7 @@ from typing import Any
 
 import asyncpg
 
+from bench import roads as road_bench
 from devkit.process import running_process
 from devkit.servers import LocalPostgres, free_port, start_postgres
 from devkit.tenants import create_database, create_tenants, expected_totals
@@ -170,6 +172,7 @@ class Report:
     http_tenants: int | None = None
     http_series: int | None = None
     idle: IdleCheck | None = None
+    roads: road_bench.RoadsReport | None = None
     exporter_rss_after_http_mib: float | None = None
     seconds: float = 0.0
 
@@ -208,15 +211,25 @@ async def session_count(admin_url: str, application: str) -> int:
     return len(await session_backends(admin_url, application))
 
 
-def expected_series(tenants: int) -> tuple[int, int]:
-    totals = expected_totals(1, tenants)
+def expected_series(tenants: int, first: int = 1) -> tuple[int, int]:
+    """Pending dead letters and exhausted artifacts of tenants first..tenants."""
+    totals = expected_totals(first, tenants)
     return sum(totals.pending.values()), sum(totals.exhausted.values())
 
 
 # -- exporter ------------------------------------------------------------------
 
 
-async def measure_exporter(url: str, admin_url: str, tenants: int, runs: int, steady: int) -> ExporterFigures:
+async def measure_exporter(
+    url: str,
+    admin_url: str,
+    tenants: int,
+    runs: int,
+    steady: int,
+    first: int = 1,
+    deadline: float | None = None,
+) -> ExporterFigures:
+    """`runs` fresh exporters over tenants first..tenants (default settings, or `deadline`)."""
     firsts: list[float] = []
     steadies: list[float] = []
     first_by: dict[str, list[float]] = {}
@@ -225,9 +238,12 @@ async def measure_exporter(url: str, admin_url: str, tenants: int, runs: int, st
     statements_first = statements_steady = prepares_first = prepares_steady = 0
     backends: list[Backend] = []
     correct: bool | None = None  # checked on the first complete refresh
-    want_pending, want_exhausted = expected_series(tenants)
+    want_pending, want_exhausted = expected_series(tenants, first)
+    options: dict[str, object] = {"database_url": url, "signals": SIGNALS}
+    if deadline is not None:
+        options.update(deadline=deadline, ttl=2 * deadline)
     for run in range(runs):
-        exporter = build_exporter(load({"database_url": url, "signals": SIGNALS}, {}))
+        exporter = build_exporter(load(options, {}))
         postgres = exporter.sources.postgres
         assert isinstance(postgres, Postgres)
         for cache in exporter.caches.values():
@@ -531,6 +547,13 @@ def loadavg() -> str:
     return " ".join(read_text("/proc/loadavg").split()[:3])
 
 
+def wrk_version() -> str:
+    """wrk's banner; the scenarios without HTTP figures run without it."""
+    if shutil.which("wrk") is None:
+        return "wrk not installed"
+    return subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
+
+
 def host_state() -> dict[str, Any]:
     cpu = "unknown"
     for line in read_text("/proc/cpuinfo").splitlines():
@@ -552,7 +575,7 @@ def host_state() -> dict[str, Any]:
         "asyncpg": version("asyncpg"),
         "uvicorn": version("uvicorn"),
         "prometheus_client": version("prometheus_client"),
-        "wrk": subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0],
+        "wrk": wrk_version(),
     }
 
 
@@ -677,6 +700,8 @@ def markdown(report: Report) -> str:
                 f"| {h.app} | {h.encoding} | {h.body_bytes:,} | {h.requests_per_second:,.0f}"
                 f" | {ratio(h.requests_per_second, floors.get(h.encoding, 0))} | {h.p50_ms:.2f} | {h.p99_ms:.2f} |"
             )
+    if report.roads is not None:
+        lines += road_bench.markdown(report.roads)
     if report.idle is not None:
         i = report.idle
         lines += [
@@ -705,6 +730,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--http-seconds", type=int, default=10)
     parser.add_argument("--http-tenants", type=int, default=10_000, help="tenant count for the HTTP figures")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--roads-tenants", type=int, default=10_000, help="tenant count for the roads section")
+    parser.add_argument("--no-roads", action="store_true")
+    parser.add_argument("--before", help="git ref of the exporter to compare with on the direct road (e.g. main)")
     parser.add_argument("--quick", action="store_true", help="10,100,1000 tenants, 3 runs, 3 s of wrk")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -755,6 +783,22 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
             report.exporter_rss_after_http_mib = rss_after
             for h in figures:
                 print(f"    http {h.app} {h.encoding}: {h.requests_per_second:,.0f} req/s", flush=True)
+        if count == args.roads_tenants and not args.no_roads:
+            wanted = expected_series(count)
+            report.roads = await road_bench.measure_roads(
+                server.port,
+                url,
+                "bench",
+                EXPORTER_PASSWORD,
+                count,
+                args.runs,
+                args.steady,
+                args.before,
+                SIGNALS,
+                lambda exporter, wanted=wanted: check_counts(exporter, *wanted),
+                loadavg,
+            )
+            print("\n".join(road_bench.markdown(report.roads)), flush=True)
         if count == args.counts[0]:
             report.idle = await check_idle_close(url, admin_url)
             print(f"    idle close: {report.idle}", flush=True)

@@ -33,7 +33,6 @@ from bench.load import (
     ROOT,
     SCRAPE_TIMEOUT_HEADER,
     create_bench_database,
-    create_stream_groups,
     create_tenants,
     exporter_sessions,
     exporter_url,
@@ -43,6 +42,7 @@ from bench.load import (
 )
 from devkit.process import exporter_process
 from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.streams import create_stream_groups_at
 from registry.values import SIGNALS
 
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
@@ -252,7 +252,7 @@ async def soak(args: argparse.Namespace, postgres: LocalPostgres, redis_server: 
     database = "soak"
     admin_url = await create_bench_database(postgres, database)
     await create_tenants(admin_url, args.tenants)
-    await create_stream_groups(redis_server.url)
+    await create_stream_groups_at(redis_server.url)
     result = SoakResult(
         duration=args.duration,
         interval=args.interval,

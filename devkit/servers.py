@@ -1,26 +1,28 @@
-"""Real servers for the tests: Docker containers when an engine is reachable,
-otherwise the local binaries (ORPYCAMCP_TEST_SERVERS=local or docker forces
-one). Never a skip: a test that cannot get its server fails with the reason."""
+"""Real servers for the tests. PostgreSQL 15 and Redis 7 come from the local
+binaries, or, with ORPYCAMCP_TEST_SERVERS=docker, from containers of a Docker
+engine through testcontainers (images from devkit.images). Local is the
+default: it is the faster of the two for the bulk of the suite, while the image
+and compose tests always run containers. Never a skip: a test that cannot get
+its server fails with the reason."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import NoReturn, Protocol, TypeVar
 
 import pytest
 
-from devkit.containers import start_container_postgres, start_container_redis
+from devkit.docker_engine import DockerEngine
 from exporter.tools import throwaway
 from exporter.tools.throwaway import (
     LocalPostgres,
     ServerUnavailable,
     free_port,
     postgres_bindir,
+    redis_binary,
     start_postgres,
     wait_for_port,
 )
@@ -32,9 +34,11 @@ __all__ = [
     "RedisServer",
     "ServerUnavailable",
     "free_port",
+    "in_containers",
     "postgres_bindir",
     "postgres_server",
     "redis_server",
+    "servers_header",
     "start_postgres",
     "start_redis",
     "wait_for_port",
@@ -60,6 +64,9 @@ class LocalRedis(throwaway.LocalRedis):
 
 def start_redis() -> LocalRedis:
     return throwaway.start_redis(LocalRedis, ("--enable-debug-command", "local"))
+
+
+MODES = ("local", "docker")
 
 
 class PostgresServer(Protocol):
@@ -88,43 +95,88 @@ class RedisServer(Protocol):
     def remove(self) -> None: ...
 
 
-def docker_reachable() -> bool:
-    forced = os.environ.get("ORPYCAMCP_TEST_SERVERS")
-    if forced in ("local", "docker"):
-        return forced == "docker"
-    if shutil.which("docker") is None:
-        return False
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=5, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def server_mode() -> str:
+    mode = os.environ.get("ORPYCAMCP_TEST_SERVERS", "local") or "local"
+    if mode not in MODES:
+        pytest.fail(f"ORPYCAMCP_TEST_SERVERS={mode!r}: one of {', '.join(MODES)}", pytrace=False)
+    return mode
+
+
+def in_containers() -> bool:
+    return server_mode() == "docker"
+
+
+def servers_header() -> list[str]:
+    """What the suite's servers are, for the report header."""
+    lines: list[str] = []
+    if in_containers():
+        from devkit import images
+
+        source = "official images" if images.use_official_images() else "images built here on Debian bookworm"
+        lines.append(f"servers: PostgreSQL 15 and Redis 7 in containers (testcontainers, {source})")
+    else:
+        try:
+            where = f"{postgres_bindir()}, {redis_binary()}"
+        except ServerUnavailable as exc:
+            where = f"missing: {exc}"
+        lines.append(f"servers: PostgreSQL 15 and Redis 7 from local binaries ({where})")
+    host = os.environ.get("DOCKER_HOST")
+    engine = DockerEngine(host) if host else None
+    if engine is not None and engine.answers():
+        lines.append(f"docker: engine {engine.version()} at {host}, for the image and compose tests")
+    elif host:
+        lines.append(f"docker: DOCKER_HOST={host} does not answer: the image and compose tests will fail")
+    else:
+        lines.append("docker: a private engine is started for the image and compose tests")
+    return lines
+
+
+def _fail(exc: ServerUnavailable, hint: str) -> NoReturn:
+    pytest.fail(f"{exc}. {hint}", pytrace=False)
+
+
+class _Removable(Protocol):
+    def remove(self) -> None: ...
+
+
+Server = TypeVar("Server", bound=_Removable)
 
 
 @contextmanager
-def postgres_server() -> Iterator[PostgresServer]:
+def _serving(start: Callable[[], Server], hint: str) -> Iterator[Server]:
+    """A started server, removed afterwards; the test fails with `hint` if it cannot start."""
+    try:
+        server = start()
+    except ServerUnavailable as exc:
+        _fail(exc, hint)
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+def postgres_server() -> AbstractContextManager[PostgresServer]:
     """A private PostgreSQL 15: a container, or a cluster from the local binaries.
 
     Both can be stopped, killed and started again on the same port.
     """
-    server: PostgresServer
-    try:
-        server = start_container_postgres() if docker_reachable() else start_postgres()
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.", pytrace=False)
-    try:
-        yield server
-    finally:
-        server.remove()
+
+    def start() -> PostgresServer:
+        if in_containers():
+            from devkit.containers import start_container_postgres
+
+            return start_container_postgres()
+        return start_postgres()
+
+    return _serving(start, "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.")
 
 
-@contextmanager
-def redis_server() -> Iterator[RedisServer]:
-    server: RedisServer
-    try:
-        server = start_container_redis() if docker_reachable() else start_redis()
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.", pytrace=False)
-    try:
-        yield server
-    finally:
-        server.remove()
+def redis_server() -> AbstractContextManager[RedisServer]:
+    def start() -> RedisServer:
+        if in_containers():
+            from devkit.containers import start_container_redis
+
+            return start_container_redis()
+        return start_redis()
+
+    return _serving(start, "Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.")

@@ -120,6 +120,84 @@ def expected_totals(first: int, last: int) -> Totals:
     return totals
 
 
+# A declared backlog's table in every tenant (the Celery-style dead-letter
+# queue of deploy/backlogs.example.yml), with the index a tenant-scope backlog's
+# prepared statement can use; rows again a pure function of k and j.
+TASKS: tuple[str, ...] = ("face_match", "ocr_extraction", "liveness_detection", "doc_processing")
+QUEUE_ROWS_PER_TENANT = 20
+QUEUE_BLOCK = """
+DO $block$
+DECLARE
+    k int;
+    schema_name text;
+BEGIN
+    FOR k IN {first}..{last} LOOP
+        schema_name := quote_ident('tenant_t' || lpad(k::text, 6, '0'));
+        EXECUTE format($sql$
+            CREATE TABLE %1$s.dead_letter_queue (
+                id bigserial PRIMARY KEY, task_name text NOT NULL, status text NOT NULL,
+                created_at timestamptz NOT NULL);
+            CREATE INDEX ON %1$s.dead_letter_queue (status, task_name, created_at);
+            GRANT SELECT ON %1$s.dead_letter_queue TO orpycamcp_exporter;
+            INSERT INTO %1$s.dead_letter_queue (task_name, status, created_at)
+            SELECT (ARRAY[{tasks}])[(%2$s + j) %% {n_tasks} + 1],
+                   CASE WHEN (%2$s + j) %% 3 = 0 THEN 'pending' ELSE 'reprocessed' END,
+                   timestamptz '{epoch}' + make_interval(secs => %2$s * 20 + j)
+            FROM generate_series(1, {rows}) AS j;
+        $sql$, schema_name, k);
+    END LOOP;
+END
+$block$;
+"""
+KYC_BACKLOG = """
+backlogs:
+  kyc_dead_letters:
+    help: KYC pipeline tasks that exhausted their retries, waiting for reprocessing.
+    scope: tenant
+    table: dead_letter_queue
+    pending:
+      status: pending
+    group_by: task_name
+    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
+    oldest: created_at
+"""
+
+
+def queue_block(first: int, last: int) -> str:
+    return QUEUE_BLOCK.format(
+        first=first,
+        last=last,
+        tasks=_array(TASKS),
+        n_tasks=len(TASKS),
+        epoch=EPOCH.isoformat(),
+        rows=QUEUE_ROWS_PER_TENANT,
+    )
+
+
+def expected_queue_totals(first: int, last: int) -> Totals:
+    """Pending tasks per task name and the oldest, for tenants first..last (only `pending`, `oldest` are set)."""
+    totals = Totals()
+    for k in range(first, last + 1):
+        for j in range(1, QUEUE_ROWS_PER_TENANT + 1):
+            if (k + j) % 3 == 0:
+                task = TASKS[(k + j) % len(TASKS)]
+                created = EPOCH + timedelta(seconds=k * 20 + j)
+                totals.pending[task] = totals.pending.get(task, 0) + 1
+                if task not in totals.oldest or created < totals.oldest[task]:
+                    totals.oldest[task] = created
+    return totals
+
+
+async def create_queues(url: str, first: int, last: int, block: int = BLOCK) -> None:
+    """The dead_letter_queue table of tenants first..last (created before by create_tenants)."""
+    connection = await asyncpg.connect(url)
+    try:
+        for start in range(first, last + 1, block):
+            await connection.execute(queue_block(start, min(start + block - 1, last)))
+    finally:
+        await connection.close()
+
+
 async def create_tenants(url: str, first: int, last: int, block: int = BLOCK, connections: int = 2) -> None:
     """Tenants first..last (inclusive), `block` per DO block, over a few connections."""
     blocks = [(start, min(start + block - 1, last)) for start in range(first, last + 1, block)]

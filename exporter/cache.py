@@ -15,13 +15,21 @@ from exporter.outcomes import Outcome
 from exporter.signals import Signal
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
+from registry import Registry
 
 
 class SignalCache:
     def __init__(
-        self, signal: Signal, sources: Sources, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK
+        self,
+        signal: Signal,
+        sources: Sources,
+        ttl: float,
+        timeouts: Timeouts,
+        registry: Registry,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.signal = signal
+        self.registry = registry
         self.sources = sources
         self.ttl = ttl
         self.timeouts = timeouts
@@ -59,7 +67,7 @@ class SignalCache:
         try:
             self.measurements += 1
             previous = self._outcome.last_success if self._outcome else None
-            outcome = await measure(self.signal, self.sources, self.timeouts, previous, self.clock)
+            outcome = await measure(self.signal, self.sources, self.timeouts, self.registry, previous, self.clock)
             self._outcome = outcome
             self._outcome_at = self.clock.monotonic()
             self.generation += 1

@@ -1,4 +1,4 @@
-"""Command line: `orpycamcp-exporter [serve|demo] [options]`."""
+"""Command line: `orpycamcp-exporter COMMAND [options]`, `serve` when no command is given."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ import sys
 from collections.abc import Sequence
 
 from exporter import logs
+from exporter.backlogs import load_backlogs
 from exporter.errors import ConfigError, ListenError
 from exporter.http.listen import show_address
 from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.settings import OPTIONS, Settings, load
+from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings, describe, load
 from exporter.tools.reference import metrics_table
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics")
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_options(diagnose)
     check = commands.add_parser("check-config", help="validate the settings and the web config, then exit")
     _add_options(check)
-    commands.add_parser("metrics", help="print the registry: every family, its labels and their values")
+    metrics = commands.add_parser("metrics", help="print the registry: every family, its labels and their values")
+    option = OPTIONS_BY_NAME["backlogs_file"]
+    metrics.add_argument(
+        option.flag, dest=option.name, metavar=option.metavar, default=None, help=f"{option.help} [env {option.env}]"
+    )
+    healthcheck = commands.add_parser("healthcheck", help="probe the serving exporter's /-/healthy: exit 0 or 1")
+    _add_options(healthcheck)
     return parser
 
 
@@ -59,10 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The command's own usage, not the top-level one: that is where the option was mistyped.
         _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
-    if args.command == "metrics":
-        print(metrics_table(), end="")
-        return 0
+    if args.command == "healthcheck":
+        from exporter.tools.healthcheck import healthcheck
+
+        return healthcheck(values, os.environ)
     try:
+        if args.command == "metrics":
+            backlogs_env = OPTIONS_BY_NAME["backlogs_file"].env or ""
+            print(_metrics(values.get("backlogs_file") or os.environ.get(backlogs_env)), end="")
+            return 0
         if args.command == "demo":
             from exporter.tools.demo import run_demo
 
@@ -90,6 +102,16 @@ def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> arg
             chosen: argparse.ArgumentParser = action.choices[command]
             return chosen
     return parser
+
+
+def _metrics(backlogs_file: str | None) -> str:
+    """The registry table: the built-in families and, given a backlogs file, the declared ones."""
+    from exporter.service import catalog_of
+
+    if not backlogs_file:
+        return metrics_table()
+    backlogs = load_backlogs(backlogs_file, describe("backlogs_file"))
+    return metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs})
 
 
 def _serve(settings: Settings, web: WebConfig) -> int:

@@ -35,6 +35,7 @@ class Reason(StrEnum):
     TOO_MANY_CONNECTIONS = "too_many_connections"
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
+    TRANSACTION_POOLER = "transaction_pooler"
     # Redis
     MISSING_GROUP = "missing_group"
     REDIS_ERROR = "redis_error"
@@ -151,11 +152,42 @@ class TenantListUnreadable(MeasurementError):
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
 
 
-class SocketNotFound(MeasurementError):
-    """A unix socket (or its directory) that does not exist: the path is named."""
+class BacklogConfigError(ConfigError):
+    """The backlogs file declares something the exporter refuses; names the backlog and the key."""
 
-    reason = Reason.CONNECTION_ERROR
+    def __init__(self, setting: str, backlog: str | None, key: str | None, problem: str) -> None:
+        self.backlog = backlog
+        self.key = key
+        where = ", ".join(
+            part
+            for part in (f"backlog {backlog!r}" if backlog is not None else "", f"key {key!r}" if key else "")
+            if part
+        )
+        super().__init__(setting, f"{where}: {problem}" if where else problem)
 
-    def __init__(self, source: str, path: str) -> None:
-        self.path = path
-        super().__init__(source, f"no socket at {path} (is the server running, and is the directory right?)")
+
+class DatabaseUnreachable(Exception):
+    """No host of the PostgreSQL URL gave a session of the kind it asks for;
+    says, host by host, why (never the password: hosts are named as parsed)."""
+
+    def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.wanted = wanted
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
+        kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
+        super().__init__(f"no host gave a session{kind}: {tried}")
+
+
+class SessionNotKept(Exception):
+    """In session pool mode, a connection's server session did not last from one
+    of its transactions to the next: a transaction pooler is on the road."""
+
+    reason = Reason.TRANSACTION_POOLER
+
+    def __init__(self, evidence: str) -> None:
+        self.evidence = evidence
+        super().__init__(
+            f"the server session of a connection changed between two of its transactions ({evidence}):"
+            " a transaction pooler is in front of the database; set --database.pool-mode transaction"
+            " (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
+        )

@@ -15,6 +15,7 @@ from exporter.signals import Signal
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
 from exporter.validate import complete
+from registry import Registry
 
 log = logging.getLogger("orpycamcp.measure")
 
@@ -34,6 +35,7 @@ async def measure(
     signal: Signal,
     sources: Sources,
     timeouts: Timeouts,
+    registry: Registry,
     last_success: float | None = None,
     clock: Clock = SYSTEM_CLOCK,
 ) -> Outcome:
@@ -42,7 +44,7 @@ async def measure(
     try:
         async with asyncio.timeout(timeouts.deadline):
             raw = await signal.measure(sources)
-        samples = complete(signal.name, raw)
+        samples = complete(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify
         failure = classify(exc, timeouts.deadline)
         duration = clock.monotonic() - started

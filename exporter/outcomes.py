@@ -10,8 +10,9 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import MeasurementError, Reason
+from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
 from exporter.samples import Sample
+from exporter.sources.dsn import InvalidDatabaseUrl
 
 
 class Failure(NamedTuple):
@@ -47,6 +48,10 @@ _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
     (asyncpg.exceptions.PostgresConnectionError, Reason.CONNECTION_ERROR),
     (asyncpg.exceptions.AdminShutdownError, Reason.CONNECTION_ERROR),
     (asyncpg.exceptions.InvalidCatalogNameError, Reason.CONNECTION_ERROR),
+    # A prepared statement missing from, or already in, the connection's server
+    # session: the session changed under the connection.
+    (asyncpg.exceptions.InvalidSQLStatementNameError, Reason.TRANSACTION_POOLER),
+    (asyncpg.exceptions.DuplicatePreparedStatementError, Reason.TRANSACTION_POOLER),
 )
 
 
@@ -57,6 +62,8 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
+    if isinstance(exc, SessionNotKept):
+        return Failure(exc.reason, str(exc))
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
         return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")
     if isinstance(exc, asyncpg.PostgresError):
@@ -64,6 +71,14 @@ def classify(exc: BaseException, deadline: float) -> Failure:
             if isinstance(exc, error_type):
                 return Failure(reason, f"{exc.sqlstate}: {exc}")
         return Failure(Reason.SQL_ERROR, f"{exc.sqlstate}: {exc}")
+    if isinstance(exc, DatabaseUnreachable):
+        return Failure(Reason.CONNECTION_ERROR, str(exc))
+    if isinstance(exc, InvalidDatabaseUrl):
+        # Checked at start; a file it names (a certificate) can vanish later.
+        return Failure(Reason.CONNECTION_ERROR, f"the database URL cannot be used: {exc}")
+    if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthenticationWrongNumberOfArgsError):
+        # Before ConnectionError: redis-py makes a refused AUTH a kind of connection error.
+        return Failure(Reason.AUTHENTICATION_FAILED, f"Redis: {exc}")
     if isinstance(exc, redis.exceptions.ResponseError):
         if str(exc).startswith("NOGROUP"):
             return Failure(Reason.MISSING_GROUP, str(exc))

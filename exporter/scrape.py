@@ -11,17 +11,28 @@ from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.outcomes import Outcome
 from exporter.page import Page, PageCache
+from exporter.replica import ReplayLag
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
+from registry import Registry
 
 # Per signal, in order: the generation of its outcome, and whether this scrape reports it.
 PageKey = tuple[tuple[int, bool], ...]
 
 
 class Exporter:
-    def __init__(self, caches: Sequence[SignalCache], sources: Sources, timeouts: Timeouts) -> None:
+    def __init__(
+        self,
+        caches: Sequence[SignalCache],
+        sources: Sources,
+        timeouts: Timeouts,
+        registry: Registry,
+        replay_lag: ReplayLag | None = None,
+    ) -> None:
         self.sources = sources
+        self.registry = registry
         self.timeouts = timeouts
+        self.replay_lag = replay_lag
         self._caches = {cache.signal.name: cache for cache in caches}
         self._pages = PageCache()
 
@@ -35,11 +46,16 @@ class Exporter:
         return MappingProxyType(self._caches)
 
     def _key(self, reported: Sequence[bool]) -> PageKey:
-        return tuple((cache.generation, ok) for cache, ok in zip(self._caches.values(), reported, strict=True))
+        key = tuple((cache.generation, ok) for cache, ok in zip(self._caches.values(), reported, strict=True))
+        if self.replay_lag is not None:
+            key += ((self.replay_lag.generation, self.replay_lag.fresh()),)
+        return key
 
     def cached_page(self) -> Page | None:
         """The page, if every signal's outcome is still fresh and already rendered."""
         if any(cache.fresh() is None for cache in self._caches.values()):
+            return None
+        if self.replay_lag is not None and not self.replay_lag.fresh():
             return None
         return self._pages.get(self._key([True] * len(self._caches)))
 
@@ -47,11 +63,16 @@ class Exporter:
         """Outcomes of every enabled signal, waiting at most `wait` seconds (default: the scrape budget)."""
         budget = self.timeouts.scrape_budget if wait is None else wait
         names = self.signals
-        results = await asyncio.gather(*(self._caches[name].get(budget) for name in names))
+        lag = self.replay_lag
+        results, _ = await asyncio.gather(
+            asyncio.gather(*(self._caches[name].get(budget) for name in names)),
+            lag.refresh(budget) if lag is not None else asyncio.sleep(0),
+        )
         outcomes: dict[str, Outcome | None] = dict(zip(names, results, strict=True))
         last = {name: cache.last for name, cache in self._caches.items()}
+        meta = lag.samples() if lag is not None else ()
         key = self._key([outcome is not None for outcome in results])
-        return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last)))
+        return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last, self.registry, meta)))
 
     async def close(self) -> None:
         await self.sources.close()

@@ -2,15 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
-from exporter.signals import BY_NAME
-from exporter.sources import Sources
+from exporter.signals import BY_NAME, Signal, Source, backlog
+from exporter.sources import Sources, dsn
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
+from registry import BUILTIN, Registry, extended
+from registry.backlogs import backlog_families
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What this process can measure: the registry, extended at start with the
+    declared backlogs' families, and every signal by name (built-in first)."""
+
+    registry: Registry
+    signals: Mapping[str, Signal]
+
+
+BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
+
+
+def catalog_of(backlogs: tuple[Backlog, ...]) -> Catalog:
+    if not backlogs:
+        return BUILTIN_CATALOG
+    declared = tuple((b.name, b.groups, b.oldest is not None) for b in backlogs)
+    registry = extended(tuple(b.name for b in backlogs), backlog_families(declared))
+    return Catalog(registry, {**BY_NAME, **{b.name: backlog.signal(b) for b in backlogs}})
 
 
 def timeouts_of(settings: Settings) -> Timeouts:
@@ -22,6 +49,8 @@ def build_sources(settings: Settings) -> Sources:
     timeouts = timeouts_of(settings)
     postgres = redis = None
     if settings.database_url is not None:
+        # A URL's application_name is the operator's choice; else the exporter names itself.
+        named = dsn.parse(settings.database_url).application_name
         postgres = Postgres(
             PostgresSettings(
                 url=settings.database_url,
@@ -29,6 +58,8 @@ def build_sources(settings: Settings) -> Sources:
                 batch_size=settings.batch_size,
                 idle_close_seconds=settings.idle_close,
                 max_queries_per_connection=settings.max_queries,
+                pool_mode=settings.pool_mode,
+                **({"application_name": named} if named else {}),
             ),
             timeouts,
         )
@@ -40,5 +71,11 @@ def build_sources(settings: Settings) -> Sources:
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings)
-    caches = [SignalCache(BY_NAME[name], sources, settings.ttl, timeouts, clock) for name in settings.signals]
-    return Exporter(caches, sources, timeouts)
+    catalog = catalog_of(settings.backlogs)
+    caches = [
+        SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
+        for name in settings.signals
+    ]
+    reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
+    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
+    return Exporter(caches, sources, timeouts, catalog.registry, lag)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.backlogs import Backlog, load_backlogs
 from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
+from exporter.sources import dsn
+from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
 
@@ -42,8 +45,16 @@ OPTIONS: tuple[Option, ...] = (
         "--database-url",
         "DATABASE_URL",
         None,
-        "PostgreSQL URL, postgresql://user:password@host:port/db",
+        "PostgreSQL URL, postgresql://user:password@host:port/db (several hosts, sockets, TLS: see Connecting)",
         "URL",
+    ),
+    Option(
+        "database_url_file",
+        "--database-url-file",
+        "DATABASE_URL_FILE",
+        None,
+        "file holding the PostgreSQL URL (a mounted secret); instead of --database-url",
+        "FILE",
     ),
     Option(
         "redis_url",
@@ -54,11 +65,20 @@ OPTIONS: tuple[Option, ...] = (
         "URL",
     ),
     Option(
+        "redis_url_file",
+        "--redis-url-file",
+        "REDIS_URL_FILE",
+        None,
+        "file holding the Redis URL (a mounted secret); instead of --redis-url",
+        "FILE",
+    ),
+    Option(
         "signals",
         "--signals",
         "ORPYCAMCP_SIGNALS",
         None,
-        "comma-separated signals to enable (default: every signal whose source is configured)",
+        "comma-separated signals (declared backlogs included) to enable (default: every signal whose source is"
+        " configured)",
         "LIST",
     ),
     Option(
@@ -110,6 +130,23 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option(
+        "pool_mode",
+        "--database.pool-mode",
+        "ORPYCAMCP_DATABASE_POOL_MODE",
+        PoolMode.SESSION.value,
+        "session (direct, or a session pooler: statements prepared once per connection) or transaction"
+        " (a transaction pooler such as PgBouncer pool_mode = transaction: nothing outlives a transaction)",
+        "MODE",
+    ),
+    Option(
+        "backlogs_file",
+        "--backlogs.config-file",
+        "ORPYCAMCP_BACKLOGS_FILE",
+        None,
+        "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
+        "FILE",
+    ),
+    Option(
         "web_config_file",
         "--web.config.file",
         "ORPYCAMCP_WEB_CONFIG_FILE",
@@ -156,11 +193,13 @@ class Settings:
     batch_size: int
     idle_close: float
     max_queries: int
+    pool_mode: PoolMode
     web_config_file: str | None
     log_format: str
     log_level: str
     http_max_connections: int | None = None
     head_timeout: float = 5.0
+    backlogs: tuple[Backlog, ...] = ()
 
 
 def describe(name: str) -> str:
@@ -169,53 +208,13 @@ def describe(name: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced, for messages and logs.
-
-    A well-formed URL keeps its user; one whose authority does not parse
-    unambiguously (a reserved character left unencoded in the password) is
-    masked from the scheme to the last `@`, user included. Query parameters
-    named password are masked too.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url if "@" not in url else "***"
-    at = rest.rfind("@")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc
-    except ValueError:
-        netloc = ""
-    if at >= 0:
-        if netloc.count("@") == 1 and rest.startswith(netloc) and at < len(netloc):
-            user, colon, _ = netloc.partition("@")[0].partition(":")
-            rest = (f"{user}:***" if colon else user) + rest[netloc.index("@") :]
-        else:
-            rest = "***" + rest[at:]
-    return f"{scheme}://{_redact_query(rest)}"
-
-
-def _redact_query(rest: str) -> str:
-    head, question, query = rest.partition("?")
-    if not question:
-        return rest
-    fields = [
-        f"{name}=***" if name.lower() in ("password", "sslpassword") and sep else f"{name}{sep}{value}"
-        for name, sep, value in (field.partition("=") for field in query.split("&"))
-    ]
-    return f"{head}?{'&'.join(fields)}"
+    """The URL with any password replaced, for messages and logs (see dsn.redact)."""
+    return dsn.redact(url)
 
 
 def ambiguous_authority(url: str) -> bool:
-    """True when the user or password holds a reserved character left unencoded, so that
-    parsers disagree on where the password ends (asyncpg splits at the first @, urllib at the last)."""
-    _, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return False
-    try:
-        netloc = urllib.parse.urlsplit(url).netloc
-    except ValueError:
-        return True
-    return netloc.count("@") != 1 or rest.rfind("@") >= len(netloc)
+    """True when the user or password holds an unencoded reserved character (see dsn.ambiguous_authority)."""
+    return dsn.ambiguous_authority(url)
 
 
 def _seconds(name: str, raw: str) -> float:
@@ -270,6 +269,44 @@ def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
     return raw
 
 
+def _database_url(raw: str | None, env: Mapping[str, str]) -> str | None:
+    """The PostgreSQL URL if asyncpg would accept it (several hosts, sockets, TLS files...)."""
+    if raw is None or raw == "":
+        return None
+    try:
+        dsn.parse(raw, env)
+    except dsn.InvalidDatabaseUrl as exc:
+        raise ConfigError(describe("database_url"), f"{redact_url(raw)}: {exc.problem}") from None
+    return raw
+
+
+def _read_secret(name: str, path: str) -> str:
+    """A URL from a file, as container platforms hand out secrets: trailing newline ignored.
+    The message names the file, never its content."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = handle.read()
+    except OSError as exc:
+        raise ConfigError(describe(name), f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(describe(name), f"{path} is not UTF-8 text") from None
+    value = content.rstrip("\r\n")
+    if not value.strip():
+        raise ConfigError(describe(name), f"{path} is empty")
+    if "\n" in value:
+        raise ConfigError(describe(name), f"{path} holds more than one line")
+    return value
+
+
+def _url_or_file(url_name: str, file_name: str, raw: Callable[[str], str | None]) -> str | None:
+    url, path = raw(url_name), raw(file_name)
+    if url and path:
+        raise ConfigError(describe(url_name), f"give it or {describe(file_name)}, not both")
+    if path:
+        return _read_secret(file_name, path)
+    return url
+
+
 def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     value = raw.lower()
     if value not in choices:
@@ -277,10 +314,17 @@ def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _signals(raw: str | None, database_url: str | None, redis_url: str | None) -> tuple[str, ...]:
+def _signals(
+    raw: str | None, database_url: str | None, redis_url: str | None, backlogs: tuple[Backlog, ...]
+) -> tuple[str, ...]:
     configured = {Source.POSTGRES: database_url is not None, Source.REDIS: redis_url is not None}
+    # Declared backlogs read PostgreSQL, after the built-in signals.
+    sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
+    sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
+    if backlogs and database_url is None:
+        raise ConfigError(describe("database_url"), f"the declared backlogs ({describe('backlogs_file')}) need it")
     if raw is None:
-        enabled = tuple(name for name, signal in SIGNALS_BY_NAME.items() if configured[signal.source])
+        enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
             raise ConfigError(describe("database_url"), "no PostgreSQL database or Redis is configured")
         return enabled
@@ -288,14 +332,14 @@ def _signals(raw: str | None, database_url: str | None, redis_url: str | None) -
     if not names:
         raise ConfigError(describe("signals"), "names no signal")
     for name in names:
-        if name not in SIGNALS_BY_NAME:
-            raise ConfigError(describe("signals"), f"unknown signal {name!r} (known: {', '.join(SIGNALS_BY_NAME)})")
-        source = SIGNALS_BY_NAME[name].source
+        if name not in sources:
+            raise ConfigError(describe("signals"), f"unknown signal {name!r} (known: {', '.join(sources)})")
+        source = sources[name]
         if not configured[source]:
             needed = "database_url" if source is Source.POSTGRES else "redis_url"
             raise ConfigError(describe(needed), f"signal {name!r} needs it")
     # Registry order, whatever order they were given in.
-    return tuple(name for name in SIGNALS_BY_NAME if name in names)
+    return tuple(name for name in sources if name in names)
 
 
 def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
@@ -320,25 +364,29 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     if deadline >= ttl:
         raise ConfigError(describe("deadline"), f"must be below the TTL ({deadline:g} >= {ttl:g})")
     host, port = _listen(required("listen_address"))
-    database_url = _url("database_url", raw("database_url"), ("postgresql", "postgres"))
-    redis_url = _url("redis_url", raw("redis_url"), ("redis", "rediss", "unix"))
+    database_url = _database_url(_url_or_file("database_url", "database_url_file", raw), env)
+    redis_url = _url("redis_url", _url_or_file("redis_url", "redis_url_file", raw), ("redis", "rediss", "unix"))
     idle_raw = raw("idle_close")
     http_cap_raw = raw("http_max_connections")
+    backlogs_file = raw("backlogs_file")
+    backlogs = load_backlogs(backlogs_file, describe("backlogs_file")) if backlogs_file else ()
     return Settings(
         listen_host=host,
         listen_port=port,
         database_url=database_url,
         redis_url=redis_url,
-        signals=_signals(raw("signals"), database_url, redis_url),
+        signals=_signals(raw("signals"), database_url, redis_url, backlogs),
         ttl=ttl,
         deadline=deadline,
         max_connections=_count("max_connections", required("max_connections"), 1, 64),
         batch_size=_count("batch_size", required("batch_size"), 1, 5000),
         idle_close=_seconds("idle_close", idle_raw) if idle_raw is not None else 3 * ttl,
         max_queries=_count("max_queries", required("max_queries"), 1, 10_000_000),
+        pool_mode=PoolMode(_choice("pool_mode", required("pool_mode"), tuple(mode.value for mode in PoolMode))),
         web_config_file=raw("web_config_file") or None,
         log_format=_choice("log_format", required("log_format"), ("text", "json")),
         log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),
         http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
         head_timeout=_seconds("head_timeout", required("head_timeout")),
+        backlogs=backlogs,
     )

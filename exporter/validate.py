@@ -12,15 +12,15 @@ from collections.abc import Iterable
 
 from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
 from exporter.samples import Sample
-from registry import BY_NAME, families_of
+from registry import Registry
 
 
-def complete(signal: str, samples: Iterable[Sample]) -> tuple[Sample, ...]:
-    """Validate `samples` of `signal` and return them in registry order, zeros filled in."""
+def complete(signal: str, samples: Iterable[Sample], registry: Registry) -> tuple[Sample, ...]:
+    """Validate `samples` of `signal` against `registry` and return them in registry order, zeros filled in."""
     measured: dict[tuple[str, tuple[str, ...]], float] = {}
     for sample in samples:
-        family = BY_NAME.get(sample.family)
-        if family is None or family.signal != signal:
+        family = registry.family(sample.family, signal)
+        if family is None:
             raise UnregisteredFamily(signal, sample.family)
         if sample.labels not in family.combinations:
             raise UnregisteredLabelValue(signal, family.name, family.labels, sample.labels)
@@ -33,7 +33,7 @@ def complete(signal: str, samples: Iterable[Sample]) -> tuple[Sample, ...]:
         measured[key] = float(value)
 
     completed: list[Sample] = []
-    for family in families_of(signal):
+    for family in registry.families_of(signal):
         for combination in family.combinations:
             found = measured.get((family.name, combination))
             if found is None and not family.sparse:

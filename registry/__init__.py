@@ -3,11 +3,12 @@
 Plain frozen data; it imports nothing from the exporter.
 """
 
-from registry.families import BY_NAME, FAMILIES, META, PROCESS_FAMILIES, families_of
-from registry.model import Family, MetricType, RegistryError
+from registry.families import BUILTIN, BY_NAME, FAMILIES, META, PROCESS_FAMILIES, extended, families_of
+from registry.model import Family, MetricType, Registry, RegistryError
 from registry.values import SIGNALS, VERSION
 
 __all__ = [
+    "BUILTIN",
     "BY_NAME",
     "FAMILIES",
     "META",
@@ -16,6 +17,8 @@ __all__ = [
     "VERSION",
     "Family",
     "MetricType",
+    "Registry",
     "RegistryError",
+    "extended",
     "families_of",
 ]

@@ -6,7 +6,9 @@ label value is not declared here makes its signal unmeasured.
 
 from __future__ import annotations
 
-from registry.model import Family, MetricType, RegistryError, check_unique, product, single
+from dataclasses import replace
+
+from registry.model import Family, MetricType, Registry, RegistryError, check_unique, product, single
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
@@ -119,6 +121,13 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
+DATABASE_REPLAY_LAG = Family(
+    name=PREFIX + "database_replay_lag_seconds",
+    help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
+    " all it received from a connected primary); absent on a primary.",
+    signal=META,
+    sparse=True,
+)
 BUILD_INFO = Family(
     name=PREFIX + "exporter_build_info",
     help="Always 1; the version label names the running exporter.",
@@ -155,6 +164,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_OLDEST_PENDING,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    DATABASE_REPLAY_LAG,
     BUILD_INFO,
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,
@@ -177,3 +187,25 @@ def families_of(signal: str) -> tuple[Family, ...]:
 for _signal in SIGNALS:
     if not families_of(_signal):
         raise RegistryError(_signal, "signal has no value family in the registry")
+
+
+def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry:
+    """The built-in registry extended with more signals and their value families
+    (declared at start): the per-signal families then accept the new signals too,
+    and the new families come after the built-in ones, before build_info (and
+    the process families, which always close the page)."""
+    everything = SIGNALS + signals
+    per_signal = (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
+    builtin = tuple(
+        replace(family, combinations=single(everything)) if family in per_signal else family
+        for family in FAMILIES
+        if family is not BUILD_INFO and family not in PROCESS_FAMILIES
+    )
+    return Registry(
+        families=(*builtin, *families, BUILD_INFO, *PROCESS_FAMILIES),
+        signals=everything,
+        meta=META,
+    )
+
+
+BUILTIN: Registry = extended((), ())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -109,3 +109,54 @@ def check_unique(families: tuple[Family, ...]) -> None:
         if family.name in seen:
             raise RegistryError(family.name, "is declared twice")
         seen.add(family.name)
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The closed registry of one running exporter: its families, in exposition
+    order, and its signals, in measurement order. Built once at start.
+
+    Several families may share a name when they are parts of one exposed
+    family (e.g. one part per declared backlog): the parts then share help and
+    type, sit next to each other, and belong to different signals.
+    """
+
+    families: tuple[Family, ...]
+    signals: tuple[str, ...]
+    meta: str
+    _by_key: dict[tuple[str, str], Family] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if len(set(self.signals)) != len(self.signals):
+            raise RegistryError(self.meta, f"signals {self.signals} repeat a name")
+        by_key: dict[tuple[str, str], Family] = {}
+        first: dict[str, Family] = {}
+        previous: str | None = None
+        for family in self.families:
+            if family.signal != self.meta and family.signal not in self.signals:
+                raise RegistryError(family.name, f"belongs to signal {family.signal!r}, which is not registered")
+            key = (family.name, family.signal)
+            if key in by_key:
+                raise RegistryError(family.name, "is declared twice")
+            seen = first.get(family.name)
+            if seen is not None:
+                if previous != family.name:
+                    raise RegistryError(family.name, "parts of one family must be declared together")
+                if (seen.help, seen.type) != (family.help, family.type):
+                    raise RegistryError(family.name, "parts of one family must share help and type")
+            else:
+                first[family.name] = family
+            by_key[key] = family
+            previous = family.name
+        for signal in self.signals:
+            if not any(family.signal == signal for family in self.families):
+                raise RegistryError(signal, "signal has no value family in the registry")
+        object.__setattr__(self, "_by_key", by_key)
+
+    def family(self, name: str, signal: str) -> Family | None:
+        """The family (or the part of it) `signal` may emit under `name`."""
+        return self._by_key.get((name, signal))
+
+    def families_of(self, signal: str) -> tuple[Family, ...]:
+        """The value families a signal emits, in registry order."""
+        return tuple(family for family in self.families if family.signal == signal)

@@ -5,13 +5,38 @@ from collections.abc import Iterator
 
 import pytest
 
-from devkit.servers import PostgresServer, RedisServer, postgres_server, redis_server
+from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
+from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
 from tests.platform import Platform, create_platform
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return servers_header()
 
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[DockerEngine]:
+    """The engine of DOCKER_HOST (scripts/test starts one), else a private one for the session.
+
+    No engine is a failure, never a skip.
+    """
+    try:
+        with session_engine() as engine:
+            yield engine
+    except EngineUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _engine_for_container_servers(request: pytest.FixtureRequest) -> None:
+    """With ORPYCAMCP_TEST_SERVERS=docker, every server is a container: the engine comes first."""
+    if in_containers():
+        request.getfixturevalue("docker_engine")
 
 
 @pytest.fixture(scope="session")

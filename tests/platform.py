@@ -101,6 +101,23 @@ class Platform:
             verification_ok,
         )
 
+    async def add_dead_letter_queue(self, slug: str) -> None:
+        """A declared backlog's table (Celery-style dead letters) in the tenant's schema, readable by the exporter."""
+        table = _quote("tenant_" + slug) + ".dead_letter_queue"
+        await self.execute(
+            f"CREATE TABLE {table} (id bigserial PRIMARY KEY, task_name text, status text NOT NULL,"
+            " created_at timestamptz)"
+        )
+        await self.execute(f"GRANT SELECT ON {table} TO {EXPORTER_ROLE}")
+
+    async def add_dead_letter_task(
+        self, slug: str, task_name: str | None, status: str, created_at: datetime | None
+    ) -> None:
+        table = _quote("tenant_" + slug) + ".dead_letter_queue"
+        await self.execute(
+            f"INSERT INTO {table} (task_name, status, created_at) VALUES ($1, $2, $3)", task_name, status, created_at
+        )
+
     async def exporter_sessions(self) -> int:
         rows = await self.fetch(
             "SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1 AND datname = $2",
@@ -109,6 +126,17 @@ class Platform:
         )
         count: int = rows[0]["n"]
         return count
+
+    async def exporter_waiting_on_a_lock(self) -> bool:
+        """Whether a session of the exporter's role is blocked on another session's lock."""
+        rows = await self.fetch(
+            "SELECT count(*) AS n FROM pg_stat_activity"
+            " WHERE usename = $1 AND datname = $2 AND wait_event_type = 'Lock'",
+            EXPORTER_ROLE,
+            self.database,
+        )
+        waiting: int = rows[0]["n"]
+        return waiting > 0
 
 
 def _quote(name: str) -> str:

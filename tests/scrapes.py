@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import load
@@ -43,14 +44,28 @@ def parse(raw: bytes) -> Page:
     return Page(values, raw)
 
 
-def make_exporter(database_url: str | None, redis_url: str | None = None, **options: str) -> Exporter:
+def make_exporter(
+    database_url: str | None, redis_url: str | None = None, clock: Clock = SYSTEM_CLOCK, /, **options: str
+) -> Exporter:
+    """An in-process exporter from settings by name (`ttl="2"`); `clock` drives its caches' TTL
+    (tests pass `FakeClock().clock` to expire a TTL without sleeping). Positional, so that
+    no setting can be mistaken for it."""
     values: Mapping[str, str | None] = {"database_url": database_url, "redis_url": redis_url, **options}
-    return build_exporter(load(values, {}))
+    return build_exporter(load(values, {}), clock=clock)
 
 
 async def scrape(exporter: Exporter, wait: float | None = None) -> Page:
     body = await exporter.scrape(wait)
     return parse(body.raw)
+
+
+async def scrape_once(database_url: str | None, redis_url: str | None = None, **options: str) -> Page:
+    """One scrape of a new exporter, closed afterwards."""
+    exporter = make_exporter(database_url, redis_url, **options)
+    try:
+        return await scrape(exporter)
+    finally:
+        await exporter.close()
 
 
 def value_series(page: Page, signal_prefixes: tuple[str, ...]) -> list[Key]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
-from registry import FAMILIES, PROCESS_FAMILIES, VERSION
+from registry import PROCESS_FAMILIES, VERSION, Registry
 from registry.families import (
     BUILD_INFO,
     HTTP_CONNECTIONS,
@@ -19,29 +19,46 @@ from registry.families import (
 
 
 def assemble(
-    enabled: Sequence[str], outcomes: Mapping[str, Outcome | None], last: Mapping[str, Outcome | None]
+    enabled: Sequence[str],
+    outcomes: Mapping[str, Outcome | None],
+    last: Mapping[str, Outcome | None],
+    registry: Registry,
+    meta: Sequence[Sample] = (),
 ) -> list[FamilySamples]:
     """Families for one scrape.
 
     `outcomes` holds, per enabled signal, the outcome this scrape may report
     (None: not measured in time for it); `last` the last finished outcome,
-    whose last-success time and duration are kept when this scrape has none.
+    whose last-success time and duration are kept when this scrape has none;
+    `meta` the samples of meta families measured apart from the signals (the
+    replay lag), emitted as given.
     """
-    by_family: dict[str, list[Sample]] = {family.name: [] for family in FAMILIES}
+    # Keyed by family and signal: the parts of a shared family (one per
+    # declared backlog) each keep their own labels.
+    by_family: dict[tuple[str, str], list[Sample]] = {(f.name, f.signal): [] for f in registry.families}
+    meta_key = registry.meta
     for signal in enabled:
         outcome = outcomes.get(signal)
         known = outcome or last.get(signal)
         measured = outcome is not None and outcome.samples is not None
-        by_family[SIGNAL_MEASURED.name].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
+        by_family[SIGNAL_MEASURED.name, meta_key].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
         if known is not None and known.last_success is not None:
-            by_family[SIGNAL_LAST_SUCCESS.name].append(Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success))
+            by_family[SIGNAL_LAST_SUCCESS.name, meta_key].append(
+                Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success)
+            )
         if known is not None:
-            by_family[SIGNAL_DURATION.name].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
+            by_family[SIGNAL_DURATION.name, meta_key].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
         if outcome is not None and outcome.samples is not None:
             for sample in outcome.samples:
-                by_family[sample.family].append(sample)
-    by_family[BUILD_INFO.name].append(Sample(BUILD_INFO.name, (VERSION,), 1))
-    return [FamilySamples(family, by_family[family.name]) for family in FAMILIES if family not in PROCESS_FAMILIES]
+                by_family[sample.family, signal].append(sample)
+    for sample in meta:
+        by_family[sample.family, registry.meta].append(sample)
+    by_family[BUILD_INFO.name, meta_key].append(Sample(BUILD_INFO.name, (VERSION,), 1))
+    return [
+        FamilySamples(family, by_family[family.name, family.signal])
+        for family in registry.families
+        if family not in PROCESS_FAMILIES
+    ]
 
 
 def assemble_connections(open_now: int, shed: int) -> list[FamilySamples]:

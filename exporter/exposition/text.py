@@ -2,6 +2,7 @@
 
 Pure: no I/O, no clock. Families come in the order given (registry order),
 label pairs in the family's label order; a family without samples is left out.
+Consecutive parts of one family (same name) share one HELP and TYPE header.
 """
 
 from __future__ import annotations
@@ -59,11 +60,14 @@ def format_value(value: float) -> str:
 
 def render(families: Sequence[FamilySamples]) -> bytes:
     lines: list[str] = []
+    written: str | None = None
     for family, samples in families:
         if not samples:
             continue
-        lines.append(f"# HELP {family.name} {escape_help(family.help)}")
-        lines.append(f"# TYPE {family.name} {family.type.value}")
+        if family.name != written:
+            lines.append(f"# HELP {family.name} {escape_help(family.help)}")
+            lines.append(f"# TYPE {family.name} {family.type.value}")
+            written = family.name
         for sample in samples:
             if sample.labels:
                 pairs = ",".join(

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source
+from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsReading
 from registry.families import (
@@ -33,7 +33,8 @@ def entry_time(where: str, entry_id: object) -> float:
     match = ENTRY_ID.fullmatch(entry_id) if isinstance(entry_id, str) else None
     if match is None or int(match.group(1)) > ID_PART_MAX or int(match.group(2)) > ID_PART_MAX:
         raise ContractViolation(NAME, where, f"entry ID {entry_id!r} does not parse")
-    return int(match.group(1)) / 1000
+    # An ID given explicitly to XADD can carry any time, the future included.
+    return not_in_future(NAME, where, int(match.group(1)) / 1000)
 
 
 def _count(where: str, value: object) -> int:

@@ -2,11 +2,27 @@
 
 A few connections ("lanes", `max_connections`), opened on first use, closed
 when idle, replaced after `max_queries_per_connection` statements or any error.
-Tenant schemas are read in batches, one statement each; every statement runs in
-its own implicit read-only transaction, so the locks of its tables are released
-before the next one. The batch statements are prepared deliberately (named) on
-their lane and reused on every refresh: PostgreSQL plans each one once per
-connection, and a many-table statement costs far more to plan than to run.
+Tenant schemas are read in batches, one statement each.
+
+Every statement runs in a transaction of its own that carries its guarantees
+with it: `BEGIN READ ONLY` and `SET LOCAL` of the statement and lock timeouts,
+no parallel workers, no JIT, sent as one simple-query message (one round
+trip), then the statement, then COMMIT, which releases the locks of its tables
+before the next one. Nothing is set for the session (only `application_name`
+at connect, which every pooler accepts), so the guarantees hold whatever road
+leads to the server: directly, or through a session or a transaction pooler.
+
+Pool modes (`PoolMode`):
+- session (a direct connection, or a session pooler): the batch statements are
+  prepared deliberately (named) on their lane and reused on every refresh:
+  PostgreSQL plans each one once per connection, and a many-table statement
+  costs far more to plan than to run. Names carry a random token of their
+  connection, so on a road that moves a connection between server sessions a
+  name can never resolve to another client's statement: it is missing, and
+  that (or the server process changing under the connection) is reported as
+  `SessionNotKept`, never a number.
+- transaction (a transaction pooler): nothing outlives a transaction: every
+  statement is unnamed, parsed and planned inside the transaction it runs in.
 
 Each lane owns a contiguous range of each signal's tenants (each signal
 starting on its own lane), so a backend only ever opens (and keeps in its
@@ -20,15 +36,17 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import asyncpg
 
-from exporter.errors import SocketNotFound, TenantListUnreadable
+from exporter.errors import SessionNotKept, TenantListUnreadable
 from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
-from exporter.sources.sockets import postgres_socket
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -40,6 +58,21 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.UndefinedColumnError,
 )
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+BACKEND_PID_SQL = "SELECT pg_backend_pid()"
+COMMIT_SQL = "COMMIT"
+# A prepared statement the server does not know (26000), or a name it already
+# knows (42P05): the connection's server session is not the one it prepared on.
+_SESSION_STATE_LOST = (
+    asyncpg.exceptions.InvalidSQLStatementNameError,
+    asyncpg.exceptions.DuplicatePreparedStatementError,
+)
+
+
+class PoolMode(StrEnum):
+    """What the road to the server keeps between two transactions of one connection."""
+
+    SESSION = "session"  # the server session: a direct connection, or a session pooler
+    TRANSACTION = "transaction"  # nothing: a transaction pooler
 
 
 @dataclass(frozen=True)
@@ -50,49 +83,82 @@ class PostgresSettings:
     idle_close_seconds: float = 90.0
     max_queries_per_connection: int = 50_000
     application_name: str = "orpycamcp-exporter"
+    pool_mode: PoolMode = PoolMode.SESSION
 
 
 def milliseconds(seconds: float) -> str:
     return str(max(1, int(seconds * 1000)))
 
 
-def session_settings(settings: PostgresSettings, timeouts: Timeouts) -> dict[str, str]:
-    """Session settings of every exporter connection: user-level, nothing the server must allow."""
-    return {
-        "application_name": settings.application_name,
-        "default_transaction_read_only": "on",
-        "statement_timeout": milliseconds(timeouts.statement),
-        "lock_timeout": milliseconds(timeouts.lock),
+def transaction_opening(timeouts: Timeouts) -> str:
+    """The statements opening every transaction, sent as one simple-query message.
+
+    Measured against the alternatives (`SELECT set_config(..., true)` after the
+    BEGIN, or each SET on its own), this is the cheapest: the settings cost no
+    round trip of their own.
+    """
+    return (
+        "BEGIN TRANSACTION READ ONLY;"
+        f" SET LOCAL statement_timeout = {milliseconds(timeouts.statement)};"
+        f" SET LOCAL lock_timeout = {milliseconds(timeouts.lock)};"
         # Parallel workers each open every tenant table cold: these many-table
         # statements run several times faster without them.
-        "max_parallel_workers_per_gather": "0",
+        " SET LOCAL max_parallel_workers_per_gather = 0;"
         # A large batch can cross jit_above_cost; compiling it costs more than running it.
-        "jit": "off",
-    }
+        " SET LOCAL jit = off"
+    )
+
+
+def _statement_names() -> Iterator[str]:
+    """Names for one connection's prepared statements, unique across every client of
+    the server: through a road that moves the connection to another server session,
+    a name is missing there (an error) rather than another client's statement."""
+    token = secrets.token_hex(8)
+    return (f"orpycamcp_{token}_{number}" for number in itertools.count())
 
 
 class _Lane:
-    """One connection, its prepared batch statements, and the lock that serialises its use."""
+    """One connection, its prepared statements, and the lock that serialises its use."""
 
     def __init__(self) -> None:
-        # Statement names are unique per connection, whichever reader prepares on it.
-        self.statement_names = (f"orpycamcp_{number}" for number in itertools.count())
         self.lock = asyncio.Lock()
         self.connection: asyncpg.Connection | None = None
+        self.statement_names = _statement_names()
         self.prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
         self.by_signal: dict[str, set[str]] = {}
         self.statements = 0  # on the current connection
+        self.backend_pid: int | None = None  # the server process of the connection's first transaction
         self.idle_timer: asyncio.TimerHandle | None = None
 
     def forget(self) -> asyncpg.Connection | None:
         connection, self.connection = self.connection, None
+        self.statement_names = _statement_names()
         self.prepared = {}
         self.by_signal = {}
         self.statements = 0
+        self.backend_pid = None
         if self.idle_timer is not None:
             self.idle_timer.cancel()
             self.idle_timer = None
         return connection
+
+
+@dataclass(frozen=True)
+class SessionProbe:
+    """Whether a connection keeps its server session from one transaction to the next."""
+
+    kept: bool
+    evidence: str
+
+
+class _Road:
+    """What the readers of one set of lanes learned about the road to the server."""
+
+    def __init__(self) -> None:
+        # Set once a connection's server session did not last in session pool
+        # mode: it will not start lasting, so the signals stay unmeasured (with
+        # the setting to change) instead of flapping between measured and not.
+        self.session_not_kept: SessionNotKept | None = None
 
 
 class Postgres:
@@ -104,31 +170,37 @@ class Postgres:
         timeouts: Timeouts,
         tenants: Sequence[str] | None = None,
         lanes: Sequence[_Lane] | None = None,
+        road: _Road | None = None,
     ) -> None:
         self.settings = settings
         self.timeouts = timeouts
         self._tenants = None if tenants is None else list(tenants)
         self._lanes = list(lanes) if lanes is not None else [_Lane() for _ in range(max(1, settings.max_connections))]
+        self._road = road if road is not None else _Road()
+        self._opening = transaction_opening(timeouts)
         self._closing: set[asyncio.Task[None]] = set()
         self._lane_released = asyncio.Event()
         self._signal_lanes: dict[str, int] = {}
         self._tenants_in_flight: asyncio.Task[list[str]] | None = None
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
-        self.prepares = 0  # batch statements prepared (planned anew)
+        self.prepares = 0  # statements prepared by name (planned anew), in session mode
 
     # -- lanes ---------------------------------------------------------------
 
     async def _connect(self) -> asyncpg.Connection:
         s = self.settings
-        try:
-            connection: asyncpg.Connection = await asyncpg.connect(
-                s.url,
-                timeout=self.timeouts.connect,
-                server_settings=session_settings(s, self.timeouts),
-            )
-        except FileNotFoundError:
-            raise SocketNotFound("postgres", postgres_socket(s.url)) from None
+        connection: asyncpg.Connection = await connect(
+            s.url,
+            timeout=self.timeouts.connect,
+            # The one startup parameter every pooler accepts; the guarantees
+            # travel with each transaction instead.
+            server_settings={"application_name": s.application_name},
+            # asyncpg's own statement names repeat across connections (a
+            # transaction pooler could resolve one to another client's
+            # statement): the statements are named here, or not at all.
+            statement_cache_size=0,
+        )
         return connection
 
     async def _first_free_lane(self) -> _Lane:
@@ -142,9 +214,9 @@ class Postgres:
             await self._lane_released.wait()
 
     @contextlib.asynccontextmanager
-    async def _use(self, lane: _Lane | None = None) -> AsyncIterator[asyncpg.Connection]:
-        """A lane's connection (the given lane, else the first free), for one
-        statement; dropped on any failure."""
+    async def _use(self, lane: _Lane | None = None) -> AsyncIterator[_Lane]:
+        """A lane (the given one, else the first free) with its connection, for
+        one statement; the connection is dropped on any failure."""
         if lane is None:
             lane = await self._first_free_lane()
         await lane.lock.acquire()
@@ -156,11 +228,12 @@ class Postgres:
                 lane.forget()
                 lane.connection = await self._connect()
             try:
-                yield lane.connection
+                yield lane
             except BaseException:
                 # Whatever went wrong (an SQL error, a timeout, a cancellation,
                 # a dead socket), never reuse the connection or wait on a
-                # stalled peer: drop it, and its prepared statements with it.
+                # stalled peer: drop it, its transaction and its prepared
+                # statements with it.
                 connection = lane.forget()
                 if connection is not None:
                     connection.terminate()
@@ -177,6 +250,67 @@ class Postgres:
         finally:
             lane.lock.release()
             self._lane_released.set()
+
+    # -- transactions --------------------------------------------------------
+
+    async def _transaction(
+        self, lane: _Lane, sql: str, args: Sequence[object], check_session: bool
+    ) -> list[asyncpg.Record]:
+        """`sql` (`args` bound) in a read-only transaction of its own, with its own limits.
+
+        Session mode: the statement is prepared (named) once per connection;
+        with `check_session`, the transaction first makes sure it runs in the
+        server session the connection started with.
+        """
+        connection = lane.connection
+        assert connection is not None  # set by _use
+        client = self.timeouts.client
+        await connection.execute(self._opening, timeout=client)
+        if self.settings.pool_mode is PoolMode.TRANSACTION:
+            # Unnamed: parsed, planned and run inside this transaction, so on
+            # the one server session the pooler lends for it.
+            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=client)
+        else:
+            if check_session or lane.backend_pid is None:
+                await self._check_session(lane)
+            rows = await self._fetch_prepared(lane, sql, args)
+        await connection.execute(COMMIT_SQL, timeout=client)
+        return rows
+
+    async def _fetch_prepared(self, lane: _Lane, sql: str, args: Sequence[object] = ()) -> list[asyncpg.Record]:
+        connection = lane.connection
+        assert connection is not None  # set by _use
+        try:
+            statement = lane.prepared.get(sql)
+            if statement is None:
+                statement = await connection.prepare(sql, name=next(lane.statement_names), timeout=self.timeouts.client)
+                self.prepares += 1
+                lane.prepared[sql] = statement
+            rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
+        except _SESSION_STATE_LOST as exc:
+            raise self._session_not_kept(f"{exc.sqlstate}: {exc}") from exc
+        return rows
+
+    async def _check_session(self, lane: _Lane) -> None:
+        """The server process of this transaction is the connection's first one."""
+        pid: int = (await self._fetch_prepared(lane, BACKEND_PID_SQL))[0][0]
+        if lane.backend_pid is None:
+            lane.backend_pid = pid
+        elif pid != lane.backend_pid:
+            raise self._session_not_kept(f"server process {lane.backend_pid} became {pid}")
+
+    def _session_not_kept(self, evidence: str) -> SessionNotKept:
+        error = SessionNotKept(evidence)
+        if self._road.session_not_kept is None:
+            self._road.session_not_kept = error
+            log.error("%s", error, extra={"reason": str(error.reason)})
+        return error
+
+    def _refuse_lost_session(self) -> None:
+        """In session mode on a road that does not keep sessions, nothing is read any more."""
+        lost = self._road.session_not_kept
+        if lost is not None and self.settings.pool_mode is PoolMode.SESSION:
+            raise SessionNotKept(lost.evidence)
 
     def _close_idle(self, lane: _Lane) -> None:
         """Nobody used the lane for idle_close_seconds: an unscraped exporter holds no connection."""
@@ -201,14 +335,48 @@ class Postgres:
     # -- public --------------------------------------------------------------
 
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        async with self._use() as connection:
-            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=self.timeouts.client)
-            return rows
+        """The rows of one statement (`args` bound), in a transaction of its own."""
+        self._refuse_lost_session()
+        async with self._use() as lane:
+            return await self._transaction(lane, sql, args, check_session=True)
+
+    async def probe_session(self) -> SessionProbe:
+        """Whether a connection keeps its server session between its transactions
+        while another connection holds a transaction open: a direct connection or
+        a session pooler always does, a transaction pooler cannot (for diagnose)."""
+        first = await self._connect()
+        try:
+            second = await self._connect()
+            try:
+                pid = await self._probe_pid(first)
+                await second.execute(self._opening, timeout=self.timeouts.client)
+                lent: int = await second.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
+                if lent == pid:
+                    return SessionProbe(False, f"server process {pid} served two connections in turn")
+                try:
+                    # Bounded like a lock wait: a pooler with one server session
+                    # makes this wait for the other connection's transaction.
+                    again = await asyncio.wait_for(self._probe_pid(first), self.timeouts.lock)
+                except TimeoutError:
+                    return SessionProbe(False, "a connection waited for another connection's transaction to end")
+                if again != pid:
+                    return SessionProbe(False, f"server process {pid} became {again} between two transactions")
+                return SessionProbe(True, f"server process {pid} kept between transactions")
+            finally:
+                second.terminate()
+        finally:
+            first.terminate()
+
+    async def _probe_pid(self, connection: asyncpg.Connection) -> int:
+        await connection.execute(self._opening, timeout=self.timeouts.client)
+        pid: int = await connection.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
+        await connection.execute(COMMIT_SQL, timeout=self.timeouts.client)
+        return pid
 
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
         uses it to find the tenant a signal fails on)."""
-        return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes)
+        return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road)
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
@@ -233,15 +401,17 @@ class Postgres:
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(
-        self, signal: str, batch_sql: Callable[[Sequence[str]], str]
+        self, signal: str, batch_sql: Callable[[Sequence[str]], str], args: Sequence[object] = ()
     ) -> list[asyncpg.Record]:
-        """Run `batch_sql` over every active tenant's schema, batch by batch.
+        """Run `batch_sql` over every active tenant's schema, batch by batch,
+        binding `args` to every batch's statement.
 
-        Each batch is one prepared statement in its own transaction. The
-        batches are split into contiguous ranges, one per lane; the lanes run
-        side by side, one statement at a time each, so signals measured at the
-        same time interleave on them.
+        Each batch is one statement in its own transaction. The batches are
+        split into contiguous ranges, one per lane; the lanes run side by side,
+        one statement at a time each, so signals measured at the same time
+        interleave on them.
         """
+        self._refuse_lost_session()
         previous = self._passes.get(signal)
         if previous is not None:
             # The pass a deadline cut is still warming the lanes: let it end first.
@@ -250,7 +420,7 @@ class Postgres:
         slugs = await self.active_tenant_slugs()
         batches = tenant_batches(slugs, self.settings.batch_size)
         statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
-        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements))
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args))
         self._passes[signal] = task
         task.add_done_callback(lambda done: self._pass_done(signal, done))
         # Shielded: a measurement cut at its deadline leaves the pass running to
@@ -265,7 +435,9 @@ class Postgres:
         if not task.cancelled():
             task.exception()  # retrieved here too, in case the measurement gave up waiting
 
-    async def _run_batches(self, signal: str, statements: Sequence[str]) -> list[asyncpg.Record]:
+    async def _run_batches(
+        self, signal: str, statements: Sequence[str], args: Sequence[object]
+    ) -> list[asyncpg.Record]:
         # Each signal starts on its own lane: with few batches the signals run
         # side by side instead of queueing on the first lane. Every lane still
         # reads one contiguous share of each signal's tenants.
@@ -276,19 +448,12 @@ class Postgres:
 
         async def run(lane: _Lane, sqls: Sequence[str]) -> None:
             used: set[str] = set()
-            for sql in sqls:
-                async with self._use(lane) as connection:
-                    statement = lane.prepared.get(sql)
-                    if statement is None:
-                        # Named, so it stays prepared; prepared in its own
-                        # implicit transaction, so its locks go at once.
-                        statement = await connection.prepare(
-                            sql, name=next(lane.statement_names), timeout=self.timeouts.client
-                        )
-                        self.prepares += 1
-                        lane.prepared[sql] = statement
+            for index, sql in enumerate(sqls):
+                async with self._use(lane):
+                    # The session is checked once per pass on each lane; every
+                    # statement name is checked by the server on every use.
+                    rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
                     used.add(sql)
-                    rows.extend(await statement.fetch(timeout=self.timeouts.client))
                 progress.done(signal, len(statements))
             # Statements of this signal no longer needed (the tenants changed)
             # are released, and closed on the server with the next prepare.

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
-from exporter.service import build_sources, timeouts_of
+from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
-from exporter.signals import BY_NAME, Signal
+from exporter.signals import Signal
 from exporter.sources import Sources
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres import PoolMode, Postgres
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
+from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
 
 SERVER_SQL = (
     "SELECT current_setting('server_version') AS version, current_user AS role,"
@@ -33,13 +34,16 @@ NOT_PER_TENANT = frozenset(
         Reason.AUTHENTICATION_FAILED,
         Reason.TOO_MANY_CONNECTIONS,
         Reason.TENANT_LIST_UNREADABLE,
+        Reason.TRANSACTION_POOLER,
         Reason.TIMEOUT,
         Reason.NOT_CONFIGURED,
     }
 )
 
 
-async def _first_failing_tenant(signal: Signal, postgres: Postgres, timeouts: Timeouts) -> tuple[str, Failure] | None:
+async def _first_failing_tenant(
+    signal: Signal, postgres: Postgres, timeouts: Timeouts, catalog: Catalog
+) -> tuple[str, Failure] | None:
     """The first active tenant on whose schema alone the signal fails; None when none
     does, or when the tenants cannot be listed (already reported)."""
     try:
@@ -48,16 +52,19 @@ async def _first_failing_tenant(signal: Signal, postgres: Postgres, timeouts: Ti
     except Exception:  # reported with the PostgreSQL description and the signal's own line
         return None
     for slug in slugs:
-        outcome = await measure(signal, Sources(postgres=postgres.narrowed([slug])), timeouts)
+        outcome = await measure(signal, Sources(postgres=postgres.narrowed([slug])), timeouts, catalog.registry)
         if outcome.failure is not None:
             return slug, outcome.failure
     return None
 
 
 async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
+    """What the server and the road to it are; False when it cannot be read or
+    the road does not fit the pool mode."""
     say(f"PostgreSQL {redact_url(postgres.settings.url)}")
     try:
         async with asyncio.timeout(timeouts.deadline):
+            probe = await postgres.probe_session()
             row = (await postgres.fetch(SERVER_SQL))[0]
             slugs = await postgres.active_tenant_slugs()
     except Exception as exc:  # reported as a reason, like any measurement
@@ -67,14 +74,31 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
         return False
     say(f"  server {row['version']}, role {row['role']}, read-only {row['read_only']}")
     say(f"  {len(slugs)} active tenants")
+    mode = postgres.settings.pool_mode
+    if mode is PoolMode.SESSION and not probe.kept:
+        say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
+        say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
+        return False
+    if mode is PoolMode.SESSION:
+        say(f"  pool mode session: connections keep their server session ({probe.evidence})")
+    elif not probe.kept:
+        say(f"  pool mode transaction: a transaction pooler is in front ({probe.evidence})")
+    else:
+        say(
+            f"  pool mode transaction: connections keep their server session here ({probe.evidence});"
+            " --database.pool-mode session would plan each batch statement once per connection"
+            " instead of on every refresh"
+        )
     return True
 
 
-async def _report(name: str, sources: Sources, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
+async def _report(
+    name: str, sources: Sources, timeouts: Timeouts, catalog: Catalog, say: Callable[[str], None]
+) -> bool:
     """One status line for the signal (and its hint when it fails); True when measurable."""
-    signal = BY_NAME[name]
+    signal = catalog.signals[name]
     started = time.monotonic()
-    outcome = await measure(signal, sources, timeouts)
+    outcome = await measure(signal, sources, timeouts, catalog.registry)
     elapsed = (time.monotonic() - started) * 1000
     if outcome.samples is not None:
         say(f"ok   {name}: measurable ({len(outcome.samples)} series, {elapsed:.0f} ms)")
@@ -82,18 +106,41 @@ async def _report(name: str, sources: Sources, timeouts: Timeouts, say: Callable
     failure = outcome.failure or Failure(Reason.INTERNAL_ERROR, "unmeasured without a reason")
     say(f"FAIL {name}: not measurable: {failure.reason}: {failure.detail}")
     if signal.reads_tenants and sources.postgres is not None and failure.reason not in NOT_PER_TENANT:
-        found = await _first_failing_tenant(signal, sources.postgres, timeouts)
+        found = await _first_failing_tenant(signal, sources.postgres, timeouts, catalog)
         if found is not None:
             slug, tenant_failure = found
             say(f"     first failing tenant: {slug!r} ({tenant_failure.reason}: {tenant_failure.detail})")
             failure = tenant_failure
-    say(f"     hint: {hint(failure.reason)}")
+    say(f"     hint: {hint(failure.reason, signal.source)}")
     return False
+
+
+async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
+    """Warn about declared backlogs the planner would read with a whole-table scan."""
+    for backlog in settings.backlogs:
+        if backlog.name not in settings.signals:
+            continue
+        try:
+            async with asyncio.timeout(settings.deadline):
+                table = await explained_table(backlog, postgres)
+                scans = [] if table is None else await sequential_scans(backlog, postgres, table)
+        except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
+            failure = classify(exc, settings.deadline)
+            say(f"     {backlog.name}: plan not checked: {failure.reason}")
+            continue
+        for scan in scans:
+            say(
+                f"warn {backlog.name}: the planner reads all of {scan.table} (~{scan.rows:,} rows, over"
+                f" {SEQSCAN_ROWS:,}) with a sequential scan for its pending rows"
+            )
+            assert table is not None
+            say(f"     hint: index the pending rows: {suggested_index(backlog, table)}")
 
 
 async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     timeouts = timeouts_of(settings)
+    catalog = catalog_of(settings.backlogs)
     sources = build_sources(settings)
     healthy = True
     try:
@@ -103,12 +150,14 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
             say(f"Redis {redact_url(sources.redis.settings.url)}")
         for name in settings.signals:
             try:
-                healthy = await _report(name, sources, timeouts, say) and healthy
+                healthy = await _report(name, sources, timeouts, catalog, say) and healthy
             except Exception as exc:  # a defect of diagnose itself still ends as a line, never a traceback
                 failure = classify(exc, timeouts.deadline)
                 say(f"FAIL {name}: not measurable: {failure.reason}: {failure.detail}")
                 say(f"     hint: {hint(failure.reason)}")
                 healthy = False
+        if sources.postgres is not None:
+            await _check_plans(settings, sources.postgres, say)
     finally:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(5):

@@ -6,16 +6,18 @@ Every `Reason` has a hint: a reason without one fails at import.
 from __future__ import annotations
 
 from exporter.errors import Reason
+from exporter.signals.base import Source
 
 PG_LOCKS = "SELECT * FROM pg_locks WHERE NOT granted"
 
 HINTS: dict[Reason, str] = {
     Reason.UNREGISTERED_FAMILY: "the exporter emitted a family outside the registry: a defect, please report it",
-    Reason.UNREGISTERED_VALUE: "the data holds a value the registry does not declare: fix the row, or add the"
-    " value to registry/values.py and release a new version",
+    Reason.UNREGISTERED_VALUE: "the data holds a value the registry does not declare: fix the row, or declare the"
+    " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups`)",
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
-    Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL or out-of-range value): fix the row",
+    Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
+    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
     Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
@@ -31,13 +33,25 @@ HINTS: dict[Reason, str] = {
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
     " (exporter/contract/grants.sql)",
-    Reason.AUTHENTICATION_FAILED: "check the user and password in --database-url / DATABASE_URL",
+    Reason.AUTHENTICATION_FAILED: "PostgreSQL refused the user or password: check them in --database-url"
+    " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",
-    Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here",
+    Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here; the detail"
+    " names each host of the URL and what went wrong with it (refused, a missing socket directory, a"
+    " certificate, a primary where target_session_attrs asks for a standby)",
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
+    Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
+    " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
+    " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
+}
+
+# Where the same reason means something else on Redis.
+REDIS_HINTS: dict[Reason, str] = {
+    Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
+    " in --redis-url (or its file) against the server's requirepass or ACL",
 }
 
 _missing = [reason.value for reason in Reason if reason not in HINTS]
@@ -45,5 +59,8 @@ if _missing:
     raise RuntimeError(f"reasons without a hint: {', '.join(_missing)}")
 
 
-def hint(reason: Reason) -> str:
+def hint(reason: Reason, source: Source | None = None) -> str:
+    """What to do about `reason`, for the given source when it matters."""
+    if source is Source.REDIS and reason in REDIS_HINTS:
+        return REDIS_HINTS[reason]
     return HINTS[reason]

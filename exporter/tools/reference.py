@@ -3,18 +3,23 @@ these (a test keeps them equal), and `orpycamcp-exporter metrics` prints them.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from exporter.settings import OPTIONS
-from exporter.tools.hints import HINTS
-from registry import FAMILIES
+from exporter.tools.hints import HINTS, REDIS_HINTS
+from registry import BUILTIN, Registry
 
 
 def _values(values: frozenset[str] | tuple[str, ...]) -> str:
     return ", ".join(f"`{value}`" for value in values)
 
 
-def metrics_table() -> str:
+def metrics_table(registry: Registry = BUILTIN, descriptions: Mapping[str, str] | None = None) -> str:
+    """The registry's families; `descriptions` (per signal, e.g. a declared
+    backlog's help) follow the help of that signal's families."""
+    described = descriptions or {}
     rows = ["| family | type | signal | labels and their closed values | help |", "|---|---|---|---|---|"]
-    for family in FAMILIES:
+    for family in registry.families:
         if not family.labels:
             labels = "–"
         elif len(family.labels) > 1 and len(family.combinations) != _product_size(family.combinations):
@@ -29,7 +34,10 @@ def metrics_table() -> str:
                 f"`{label}` ∈ {_values(tuple(dict.fromkeys(c[i] for c in family.combinations)))}"
                 for i, label in enumerate(family.labels)
             )
-        rows.append(f"| `{family.name}` | {family.type.value} | {family.signal} | {labels} | {family.help} |")
+        text = family.help
+        if family.signal in described:
+            text += f" `{family.signal}`: {described[family.signal]}"
+        rows.append(f"| `{family.name}` | {family.type.value} | {family.signal} | {labels} | {text} |")
     return "\n".join(rows) + "\n"
 
 
@@ -53,5 +61,6 @@ def reasons_table() -> str:
     """Every reason a signal can be unmeasured for, and what to do (docs/runbook.md shows it)."""
     rows = ["| reason (`reason` in the log) | what to do |", "|---|---|"]
     for reason, text in HINTS.items():
-        rows.append(f"| `{reason}` | {text} |")
+        redis_text = f"<br>{REDIS_HINTS[reason]}" if reason in REDIS_HINTS else ""
+        rows.append(f"| `{reason}` | {text}{redis_text} |")
     return "\n".join(rows) + "\n"

@@ -32,11 +32,29 @@ GUIDE_PATH = REPO_ROOT / "docs" / "alerts-and-dashboard.md"
 RUNBOOK_BASE = "https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md"
 
 SEVERITIES = ("critical", "warning", "info")
-HEALTH_ROLES = ("exporter_down", "exporter_replica_down", "no_signals", "unmeasured", "stale")
+HEALTH_ROLES = ("exporter_down", "exporter_replica_down", "no_signals", "unmeasured", "stale", "total_unknown")
 ROLES = (*HEALTH_ROLES, "value")
 ALERT_NAME = re.compile(r"^Orpycamcp(?:[A-Z][a-z0-9]+)+$")
-RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:max$")
+RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:(max|total|count)$")
 SUM = re.compile(r"\bsum(?:_over_time)?\b")
+# Declared-backlog alerts take `signal` from the series: the backlog's name.
+SIGNAL_FROM_BACKLOG = '"signal", "$1", "backlog", "(.+)"'
+# Gauges whose values come from each cluster's own database: their totals are
+# sums or minima over clusters, gated on every cluster having measured them.
+PER_CLUSTER_TOTALS = {
+    "dlq_pending_events": ("sum", "origin_group"),
+    "dlq_oldest_pending_timestamp_seconds": ("min", "origin_group"),
+    "preservation_exhausted_artifacts": ("sum", "artifact, phase"),
+    "backlog_pending_items": ("sum", "backlog, group"),
+    "backlog_oldest_pending_timestamp_seconds": ("min", "backlog, group"),
+}
+# The one Redis event bus of the platform: the same value from every cluster.
+GLOBAL_TOTALS = {
+    "stream_pending_messages": "stream, group",
+    "stream_oldest_pending_timestamp_seconds": "stream, group",
+    "deadletter_stream_entries": "stream",
+    "deadletter_stream_oldest_entry_timestamp_seconds": "stream",
+}
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -106,7 +124,10 @@ def test_alert_labels(name: str) -> None:
     assert labels.get("severity") in SEVERITIES
     role = labels.get("orpycamcp_role")
     assert role in ROLES
-    if role == "value":
+    if role == "value" and name.startswith("OrpycamcpBacklog"):
+        assert "signal" not in labels, "a backlog alert takes `signal` from its backlog"
+        assert SIGNAL_FROM_BACKLOG in str(alert_rule(name)["expr"])
+    elif role == "value":
         assert labels.get("signal") in SIGNALS, "a value alert names its signal"
     else:
         assert "signal" not in labels, "health alerts take `signal` from the series, if any"
@@ -176,10 +197,25 @@ def test_runbook_has_no_orphan_alert_section() -> None:
     assert not orphans
 
 
+def record_rule(name: str) -> dict[str, Any]:
+    for rule in recording_rules():
+        if rule["record"] == name:
+            return rule
+    raise KeyError(name)
+
+
 def test_no_sum_over_exporter_metrics() -> None:
-    """Replicas report the same state: aggregate with max, never sum."""
+    """Replicas report the same state: aggregate with max, never sum; only a
+    platform total sums, and only the per-cluster `:max` series."""
     for rule in rules():
-        assert not SUM.search(str(rule["expr"])), rule
+        expr = str(rule["expr"])
+        if not SUM.search(expr):
+            continue
+        assert str(rule.get("record", "")).endswith(":total"), rule
+        summed = re.findall(r"\bsum\s+by\s*\([^)]*\)\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\)", expr)
+        assert summed, rule
+        assert len(summed) == len(SUM.findall(expr)), rule
+        assert all(name.startswith("orpycamcp:") and name.endswith(":max") for name in summed), rule
 
 
 def test_no_or_vector_zero() -> None:
@@ -192,8 +228,61 @@ def test_recording_rules_aggregate_with_max_without_instance() -> None:
     for rule in records:
         name = str(rule["record"])
         assert RECORD_NAME.match(name), name
+        if not name.endswith(":max"):
+            continue
         source = "orpycamcp_" + name.split(":")[1]
         assert str(rule["expr"]).strip() == f"max without (instance) ({source})", name
+
+
+def squeeze(expr: object) -> str:
+    return " ".join(str(expr).split())
+
+
+@pytest.mark.parametrize("family", sorted(PER_CLUSTER_TOTALS))
+def test_per_cluster_totals_are_gated_on_every_cluster(family: str) -> None:
+    """Never a partial sum: the total exists only with every cluster's measurement."""
+    operator, labels = PER_CLUSTER_TOTALS[family]
+    expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
+    assert expr.startswith(f"{operator} by (job, {labels}) (orpycamcp:{family}:max) and on (job"), expr
+    assert "orpycamcp:signal_complete:count" in expr
+    # The gate compares clusters that measured the signal with every cluster known, up or down.
+    complete = squeeze(record_rule("orpycamcp:signal_complete:count")["expr"])
+    assert complete == "orpycamcp:signal_measured_clusters:count == on (job) group_left orpycamcp:clusters:count"
+    known = squeeze(record_rule("orpycamcp:clusters:count")["expr"])
+    assert known == 'count by (job) (count by (job, cluster) (up{job="orpycamcp-exporter"}))'
+
+
+@pytest.mark.parametrize("family", sorted(GLOBAL_TOTALS))
+def test_global_totals_take_the_max_over_clusters(family: str) -> None:
+    expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
+    assert expr == f"max by (job, {GLOBAL_TOTALS[family]}) (orpycamcp:{family}:max)"
+
+
+def test_every_total_has_its_family_max() -> None:
+    totals = {str(r["record"]).split(":")[1] for r in recording_rules() if str(r["record"]).endswith(":total")}
+    assert totals == set(PER_CLUSTER_TOTALS) | set(GLOBAL_TOTALS)
+    maxima = {str(r["record"]).split(":")[1] for r in recording_rules() if str(r["record"]).endswith(":max")}
+    assert totals <= maxima
+
+
+def total_expectations() -> dict[str, list[int]]:
+    """For each expression of the promtool expression tests: the sample counts expected."""
+    found: dict[str, list[int]] = {}
+    for path in RULE_TESTS:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in document["tests"]:
+            for check in case.get("promql_expr_test", []):
+                found.setdefault(str(check["expr"]), []).append(len(check.get("exp_samples") or []))
+    return found
+
+
+@pytest.mark.parametrize("family", sorted(set(PER_CLUSTER_TOTALS) | set(GLOBAL_TOTALS)))
+def test_every_total_is_unit_tested_present_and_absent(family: str) -> None:
+    counts = total_expectations().get(f"orpycamcp:{family}:total", [])
+    assert len(counts) >= 5, "two clusters, one unmeasured, one down, one replica down, no cluster label"
+    assert any(counts), f"{family}: no promtool case where the total is present"
+    if family in PER_CLUSTER_TOTALS:
+        assert not all(counts), f"{family}: no promtool case where the total is absent"
 
 
 def test_exporter_job_selector() -> None:
@@ -329,9 +418,11 @@ def test_value_alerts_are_inhibited_by_their_signal_unmeasured() -> None:
     alerts = fired_labels()
     unmeasured = alerts["OrpycamcpSignalUnmeasured"]
     values = [labels for labels in alerts.values() if role_of(labels) == "value"]
-    assert {labels["signal"] for labels in values} == set(SIGNALS)
+    backlogs = {labels["signal"] for labels in values if labels["alertname"].startswith("OrpycamcpBacklog")}
+    assert backlogs  # declared backlogs are signals of their own
+    assert {labels["signal"] for labels in values} == set(SIGNALS) | backlogs
     for target in values:
-        for signal in SIGNALS:
+        for signal in (*SIGNALS, *backlogs):
             source = {**unmeasured, "signal": signal}
             expected = signal == target["signal"]
             assert inhibited(target, by=source) is expected, (target["alertname"], signal)
@@ -406,7 +497,21 @@ def test_routing_by_severity() -> None:
 
 
 def test_grouping() -> None:
-    assert alertmanager()["route"]["group_by"] == ["alertname", "job", "signal"]
+    assert alertmanager()["route"]["group_by"] == ["alertname", "job", "cluster", "signal"]
+
+
+def test_inhibition_stays_within_a_cluster() -> None:
+    """One cluster's exporter down or signal unmeasured never hides another cluster's alerts."""
+    alerts = fired_labels()
+    for source_name in ("OrpycamcpExporterDown", "OrpycamcpSignalUnmeasured"):
+        source = {**alerts[source_name], "cluster": "b"}
+        for target in alerts.values():
+            if role_of(target) != "value":
+                continue
+            assert not inhibited({**target, "cluster": "a"}, by=source), (source_name, target["alertname"])
+        value = next(t for t in alerts.values() if role_of(t) == "value")
+        same = {**source, "signal": value["signal"]}
+        assert inhibited({**value, "cluster": "b"}, by=same), source_name
 
 
 def test_receivers_are_local_placeholders() -> None:

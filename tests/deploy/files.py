@@ -70,12 +70,26 @@ def dockerfile_instructions(text: str) -> list[Instruction]:
     return instructions
 
 
+def global_args(instructions: list[Instruction]) -> dict[str, str]:
+    """The ARGs before the first FROM (the ones FROM lines can use), with their defaults."""
+    found: dict[str, str] = {}
+    for instruction in instructions:
+        if instruction.keyword == "FROM":
+            break
+        assert instruction.keyword == "ARG", f"{instruction.keyword} before the first FROM"
+        name, _, default = instruction.args.partition("=")
+        found[name] = default
+    return found
+
+
 def stages(instructions: list[Instruction]) -> list[list[Instruction]]:
-    """The instructions grouped by build stage, each starting with its FROM."""
+    """The instructions grouped by build stage, each starting with its FROM (global ARGs left out)."""
     grouped: list[list[Instruction]] = []
     for instruction in instructions:
         if instruction.keyword == "FROM":
             grouped.append([])
+        if not grouped and instruction.keyword == "ARG":
+            continue
         assert grouped, f"{instruction.keyword} before the first FROM"
         grouped[-1].append(instruction)
     return grouped

@@ -32,6 +32,7 @@ from .files import (
     dockerfile_instructions,
     dockerignore_excludes,
     dockerignore_patterns,
+    global_args,
     key_values,
     stages,
 )
@@ -121,31 +122,33 @@ def test_expose_is_the_default_port() -> None:
     assert only(FINAL, "EXPOSE").args.split() == [str(DEFAULT_PORT)]
 
 
-def test_healthcheck_asks_a_served_route_on_the_default_port() -> None:
+def test_healthcheck_is_the_cli_healthcheck_command() -> None:
+    """Not a fixed URL: the command reads the serving process's own address, scheme and auth."""
     command = only(FINAL, "HEALTHCHECK").exec_form()
-    assert command[:2] == ["python", "-c"]
-    match = re.search(r"http://127\.0\.0\.1:(\d+)(/[^'\"\s]*)", command[2])
-    assert match is not None, command
-    assert int(match.group(1)) == DEFAULT_PORT
-    assert match.group(2) == "/-/healthy"
-    assert match.group(2) in routes()
+    assert command == ["orpycamcp-exporter", "healthcheck"]
+    assert command[0] == only(FINAL, "ENTRYPOINT").exec_form()[0]
+    assert build_parser().parse_args(command[1:]).command == "healthcheck"
+    assert "/-/healthy" in routes()
 
 
 def test_healthcheck_command_passes_on_a_running_exporter_and_fails_without_one(tmp_path: Path) -> None:
-    code = only(FINAL, "HEALTHCHECK").exec_form()[2]
-    environment = {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "exporter", *only(FINAL, "HEALTHCHECK").exec_form()[1:]]
+    # A proxy in the environment is never used (through one the exporter answers 404).
+    proxy = {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
 
-    def check(port: int) -> int:
-        local = code.replace(f"127.0.0.1:{DEFAULT_PORT}/", f"127.0.0.1:{port}/")
-        done = subprocess.run([sys.executable, "-c", local], env=environment, capture_output=True, timeout=30)
-        return done.returncode
+    def check(port: int) -> subprocess.CompletedProcess[str]:
+        environment = proxy | {"ORPYCAMCP_LISTEN_ADDRESS": f"127.0.0.1:{port}", "DATABASE_URL": "postgresql://x@h/d"}
+        return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=30, check=False)
 
     # /-/healthy never touches the database: an unreachable one is fine here.
     with exporter_process(["--database-url", "postgresql://nobody@127.0.0.1:1/none"], tmp_path) as running:
         assert httpx.get(running.url + "/-/healthy").status_code == 200
-        # A proxy in the environment is bypassed (through one the exporter answers 404).
-        assert check(running.port) == 0
-    assert check(free_port()) != 0
+        passed = check(running.port)
+        assert passed.returncode == 0, passed.stdout + passed.stderr
+        assert passed.stdout == f"healthy: http://127.0.0.1:{running.port}/-/healthy: 200\n"
+    failed = check(free_port())
+    assert failed.returncode == 1
+    assert failed.stdout.startswith("unhealthy: ")
 
 
 def test_runs_as_a_numeric_non_root_user() -> None:
@@ -159,11 +162,12 @@ def test_runs_as_a_numeric_non_root_user() -> None:
 # --- how the image is built ---------------------------------------------------------------
 
 
-def test_two_stages_on_the_pinned_slim_base() -> None:
+def test_two_stages_on_one_base_the_official_slim_image_by_default() -> None:
+    assert global_args(INSTRUCTIONS) == {"BASE_IMAGE": BASE_IMAGE}
     assert len(STAGES) == 2
     for stage in STAGES:
         image = stage[0].args.split()[0]
-        assert image == BASE_IMAGE, f"FROM {image}: both stages use {BASE_IMAGE}"
+        assert image == "${BASE_IMAGE}", f"FROM {image}: both stages use the BASE_IMAGE build argument"
     assert STAGES[0][0].args.split()[1:] == ["AS", "builder"]
     # requires-python is met by the base image's Python.
     assert PYPROJECT["project"]["requires-python"] == ">=3.11"
@@ -183,8 +187,24 @@ def test_builder_installs_the_project_from_its_metadata_without_cache() -> None:
     env = key_values(" ".join(i.args for i in builder if i.keyword == "ENV"))
     assert env.get("PIP_NO_CACHE_DIR") == "1"
     runs = [instruction.args for instruction in builder if instruction.keyword == "RUN"]
-    assert "pip install --no-cache-dir ." in runs
+    # The interpreter is the base's python3, wherever the base keeps it.
+    assert runs[0] == "python3 -m venv /opt/venv"
+    install = runs[1]
+    # From the wheelhouse only when it holds wheels, else from the package index.
+    assert "pip install --no-cache-dir --no-index --find-links=wheels ." in install
+    assert "else pip install --no-cache-dir . ;" in install
+    assert install.endswith("&& pip uninstall --yes pip setuptools")
     assert not any("apt-get" in run or "gcc" in run for run in runs), "no build tools are needed: wheels exist"
+
+
+def test_the_wheelhouse_reaches_the_build_context_and_its_wheels_not_git() -> None:
+    wheel = "wheels/uvloop-0.21.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    assert not dockerignore_excludes(wheel, dockerignore_patterns())
+    assert (REPO_ROOT / "wheels" / "README.md").is_file(), "COPY wheels/ needs the directory in every checkout"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--quiet", "wheels/x-1.0-py3-none-any.whl"], cwd=REPO_ROOT, timeout=30, check=False
+    )
+    assert ignored.returncode == 0
 
 
 def test_builder_copies_what_the_package_build_reads() -> None:
@@ -239,7 +259,7 @@ def test_labels_describe_the_image() -> None:
         "org.opencontainers.image.description": PYPROJECT["project"]["description"],
         "org.opencontainers.image.licenses": PYPROJECT["project"]["license"],
         "org.opencontainers.image.version": "${VERSION}",
-        "org.opencontainers.image.base.name": f"docker.io/library/{BASE_IMAGE}",
+        "org.opencontainers.image.base.name": "${BASE_IMAGE}",
     }
     for key, value in expected.items():
         assert labels.get(key) == value, key

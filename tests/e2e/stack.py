@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 from devkit.process import RunningProcess, running_process
 from devkit.servers import free_port
@@ -29,18 +31,40 @@ def alertmanager(config: Path, folder: Path) -> Iterator[RunningProcess]:
         yield running
 
 
+@dataclass(frozen=True)
+class Targets:
+    """One static_configs entry of the exporter's job: its ports and the target labels Prometheus attaches."""
+
+    ports: tuple[int, ...]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def config(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"targets": [f"127.0.0.1:{port}" for port in self.ports]}
+        if self.labels:
+            entry["labels"] = dict(self.labels)
+        return entry
+
+
 @contextmanager
-def prometheus(exporter_port: int, alertmanager_port: int, rules: Path, folder: Path) -> Iterator[RunningProcess]:
+def prometheus(
+    targets: int | Sequence[Targets], alertmanager_port: int | None, rules: Path, folder: Path
+) -> Iterator[RunningProcess]:
+    """Prometheus scraping the exporter job every second: one exporter port, or target groups with labels."""
     port = free_port()
+    groups = [Targets((targets,))] if isinstance(targets, int) else list(targets)
+    document: dict[str, Any] = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
+            {"job_name": "orpycamcp-exporter", "static_configs": [group.config() for group in groups]},
+        ],
+    }
+    if alertmanager_port is not None:
+        document["alerting"] = {
+            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]
+        }
     config = folder / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-        f"rule_files:\n  - {rules}\n"
-        "alerting:\n  alertmanagers:\n    - static_configs:\n"
-        f"        - targets: ['127.0.0.1:{alertmanager_port}']\n"
-        "scrape_configs:\n  - job_name: orpycamcp-exporter\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter_port}']\n"
-    )
+    config.write_text(yaml.safe_dump(document, sort_keys=False))
     command = [
         tool("prometheus"),
         f"--config.file={config}",

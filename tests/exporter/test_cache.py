@@ -9,6 +9,7 @@ import time
 import asyncpg
 import pytest
 
+from tests.clock import FakeClock
 from tests.platform import Platform, at
 from tests.scrapes import DLQ_PREFIX, make_exporter, scrape, value_series
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.anyio
 async def test_nothing_is_measured_before_a_scrape(platform: Platform) -> None:
     exporter = make_exporter(platform.exporter_url)
     try:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # real time on purpose: no timer or background task measures on its own
         assert all(cache.measurements == 0 for cache in exporter.caches.values())
         assert await platform.exporter_sessions() == 0
     finally:
@@ -47,13 +48,16 @@ async def test_fifty_concurrent_scrapes_share_one_measurement_per_signal(platfor
 
 async def test_ttl_expiry_measures_again_and_sees_new_data(platform: Platform) -> None:
     await platform.add_tenant("acme")
-    exporter = make_exporter(platform.exporter_url, signals="dlq", ttl="1", deadline="0.8")
+    clock = FakeClock()
+    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="1", deadline="0.8")
     try:
         first = await scrape(exporter)
         await platform.add_dead_letter("acme", "e1", "workflow-service", "pending", at("2026-11-01 00:00:00"))
+        clock.advance(0.99)
         cached = await scrape(exporter)
-        assert cached.raw == first.raw
-        await asyncio.sleep(1.1)
+        assert cached.raw == first.raw  # still within the TTL
+        assert exporter.caches["dlq"].measurements == 1
+        clock.advance(0.01)
         fresh = await scrape(exporter)
         assert exporter.caches["dlq"].measurements == 2
         assert fresh.get("orpycamcp_dlq_pending_events", origin_group="workflow-service") == 1
@@ -63,14 +67,16 @@ async def test_ttl_expiry_measures_again_and_sees_new_data(platform: Platform) -
 
 async def test_failure_is_cached_for_the_ttl_and_last_success_kept(platform: Platform) -> None:
     await platform.add_tenant("acme")
-    exporter = make_exporter(platform.exporter_url, signals="dlq", ttl="1", deadline="0.8")
+    clock = FakeClock()
+    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="1", deadline="0.8")
     try:
         good = await scrape(exporter)
         last_success = good.get("orpycamcp_signal_last_success_timestamp_seconds", signal="dlq")
-        assert last_success is not None
+        assert last_success == clock.wall()
         await platform.execute('DROP TABLE "tenant_acme".evento_dead_letter')
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         failed = await scrape(exporter)
+        clock.advance(0.9)
         again = await scrape(exporter)
         assert exporter.caches["dlq"].measurements == 2  # the failure was served from cache
         for page in (failed, again):

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 import redis.exceptions
 
-from exporter.errors import ContractViolation
+from exporter.errors import ContractViolation, SessionNotKept
 from exporter.outcomes import classify
 
 
@@ -27,6 +27,15 @@ from exporter.outcomes import classify
         (asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"), "connection_error"),
         (asyncpg.exceptions.InternalClientError("cannot switch to state 12"), "connection_error"),
         (asyncpg.exceptions.SyntaxOrAccessError("syntax"), "sql_error"),
+        (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
+        (
+            asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "s" does not exist'),
+            "transaction_pooler",
+        ),
+        (
+            asyncpg.exceptions.DuplicatePreparedStatementError('prepared statement "s" already exists'),
+            "transaction_pooler",
+        ),
         (ConnectionRefusedError(111, "refused"), "connection_error"),
         (socket.gaierror(-2, "Name or service not known"), "connection_error"),
         (redis.exceptions.ResponseError("NOGROUP No such key"), "missing_group"),

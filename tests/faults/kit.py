@@ -6,20 +6,22 @@ of the fault clearing, no connection is leaked and nothing is written."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 import asyncpg
 import pytest
-import redis
+from redis.asyncio import Redis as AsyncRedis
 
+from devkit.servers import RedisServer
 from exporter.scrape import Exporter
-from registry.values import STREAM_GROUPS
+from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import AUDIT_PREFIX, DLQ_PREFIX, PRESERVATION_PREFIX, STREAMS_PREFIX, Page, scrape, value_series
+from tests.waits import wait_until
 
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
 ALL_SIGNALS = (*POSTGRES_SIGNALS, "streams")
@@ -79,16 +81,6 @@ def reasons(caplog: pytest.LogCaptureFixture, signal: str | None = None) -> set[
     }
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float, step: float = 0.1) -> bool:
-    end = time.monotonic() + within
-    while True:
-        if await check():
-            return True
-        if time.monotonic() > end:
-            return False
-        await asyncio.sleep(step)
-
-
 async def settled_sessions(platform: Platform, at_most: int, within: float = 8.0) -> int:
     """The exporter role's sessions once they are at most `at_most` (backends of dropped
     connections take a moment to exit); the last count if they never are."""
@@ -99,7 +91,7 @@ async def settled_sessions(platform: Platform, at_most: int, within: float = 8.0
         count = await platform.exporter_sessions()
         return count <= at_most
 
-    await eventually(low, within, 0.2)
+    await wait_until(low, within, 0.2)
     return count
 
 
@@ -153,6 +145,7 @@ class FaultRun:
 async def exercise_fault(
     platform: Platform,
     exporter: Exporter,
+    clock: FakeClock,
     affected: Iterable[str],
     inject: Callable[[], Awaitable[None]],
     clear: Callable[[], Awaitable[None]],
@@ -162,27 +155,35 @@ async def exercise_fault(
     role_url: str | None = None,
 ) -> FaultRun:
     """The common life of a fault: measured, fault, unmeasured (others measured), cleared,
-    measured again one TTL later with the same exporter; sessions bounded, nothing written."""
+    measured again one TTL later with the same exporter; sessions bounded, nothing written.
+
+    `clock` is the exporter's cache clock: the test moves it past the TTL instead of
+    sleeping. `warm=False`: the fault is already there at the first scrape (`inject`
+    is then called again and must be harmless twice), so the affected signals start
+    unmeasured, with no last success."""
     enabled = tuple(enabled)
     affected = tuple(affected)
     assert await platform.exporter_sessions() == 0
     before = await timed_scrape(exporter)
     if warm:
         assert_page(before, (), enabled)
+    else:
+        assert_page(before, affected, enabled, kept=dict.fromkeys(affected))
     kept = last_successes(before)
 
     await inject()
     writes = await row_writes(platform)
-    await asyncio.sleep(ttl + 0.1)  # the cached outcome has expired: the next scrape measures
+    clock.advance(ttl + 0.1)  # the cached outcome has expired: the next scrape measures
     during = await timed_scrape(exporter)
     assert_page(during, affected, enabled, kept)
     # A second scrape within the TTL is served the cached failure, with the same story.
+    clock.advance(ttl - 0.2)
     assert_page(await timed_scrape(exporter), affected, enabled, kept)
     assert await row_writes(platform) == writes, "rows were written while the exporter measured"
 
     await clear()
     writes = await row_writes(platform)
-    await asyncio.sleep(ttl + 0.1)  # within one TTL of clearing, measured again
+    clock.advance(ttl + 0.1)  # within one TTL of clearing, measured again
     after = await timed_scrape(exporter)
     assert_page(after, (), enabled)
     for signal in affected:
@@ -197,14 +198,70 @@ async def exercise_fault(
     return FaultRun(before, during, after)
 
 
-def create_stream_groups(url: str) -> None:
-    client = redis.Redis.from_url(url, decode_responses=True)
-    try:
-        for stream, group in STREAM_GROUPS:
-            with contextlib.suppress(redis.exceptions.ResponseError):  # BUSYGROUP: already there
-                client.xgroup_create(stream, group, id="0", mkstream=True)
-    finally:
-        client.close()
+@dataclass
+class Scene:
+    """What a fault case acts on: the platform's database, the Redis, the stall proxy
+    when the exporter goes through one, and connections opened on demand (a lock lives
+    as long as the connection that took it)."""
+
+    platform: Platform
+    redis: RedisServer
+    own_redis: bool = False  # the case's own server, which it may stop or pause
+    proxy: StallProxy | None = None
+    _locker: asyncpg.Connection | None = None
+    _redis_client: AsyncRedis | None = None
+
+    async def locker(self) -> asyncpg.Connection:
+        """One administrator connection, kept for the whole case."""
+        if self._locker is None:
+            self._locker = await asyncpg.connect(self.platform.admin_url)
+        return self._locker
+
+    def redis_client(self) -> AsyncRedis:
+        if self._redis_client is None:
+            self._redis_client = AsyncRedis.from_url(self.redis.url, decode_responses=True)
+        return self._redis_client
+
+    def unblock(self) -> None:
+        """Let bytes flow again, so that closing the exporter cannot hang on a stalled peer."""
+        if self.proxy is not None:
+            self.proxy.resume()
+        if self.own_redis:
+            self.redis.resume()
+
+    async def close(self) -> None:
+        if self._locker is not None:
+            await self._locker.close()
+        if self._redis_client is not None:
+            await self._redis_client.aclose()
+
+
+Step = Callable[[Scene], Awaitable[None]]
+
+
+async def nothing(scene: Scene) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    """One row of the fault matrix: how to make the fault, how to clear it, and what
+    the exporter must show meanwhile."""
+
+    name: str
+    affected: tuple[str, ...]
+    inject: Step
+    clear: Step
+    # The reasons logged for the unmeasured signals: exactly these, or (`exact=False`,
+    # when which limit fires first depends on timing) a subset of them, at least one
+    # of them logged for an affected signal.
+    reasons: frozenset[str]
+    exact: bool = True
+    prepare: Step = nothing  # before the exporter exists (e.g. a NOT NULL dropped)
+    redis: Literal["shared", "own"] = "shared"  # "own": the case stops or pauses its Redis
+    proxied: bool = False  # the exporter reaches PostgreSQL through a StallProxy
+    warm: bool = True  # False: injected before the first scrape (see exercise_fault)
+    in_log: tuple[str, ...] = ()
 
 
 def capture(caplog: pytest.LogCaptureFixture) -> None:

@@ -4,11 +4,10 @@ truncation onto another tenant's schema, never a crash."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from devkit.servers import RedisServer
+from tests.clock import FakeClock
 from tests.faults.kit import (
     MAX_CONNECTIONS,
     TTL,
@@ -104,7 +103,8 @@ async def test_a_slug_too_long_for_an_identifier_is_unmeasured_never_truncated(
     # The 56-byte tenant exists; PostgreSQL truncates the long slug's schema name onto ... its schema.
     await add(platform, "a" * 56, 1)
     await add(platform, "é" * 28, 2)
-    exporter = make_exporter(platform.exporter_url, streams_redis.url, **OPTIONS)
+    clock = FakeClock()
+    exporter = make_exporter(platform.exporter_url, streams_redis.url, clock.clock, **OPTIONS)
     try:
         good = await timed_scrape(exporter)
         assert_page(good, ())
@@ -112,7 +112,7 @@ async def test_a_slug_too_long_for_an_identifier_is_unmeasured_never_truncated(
         kept = last_successes(good)
 
         await platform.execute("INSERT INTO public.tenants (slug) VALUES ($1)", too_long)
-        await asyncio.sleep(TTL + 0.1)
+        clock.advance(TTL + 0.1)
         page = await timed_scrape(exporter)
         # Never counted twice through a truncated name: unmeasured, with the reason.
         assert_page(page, ("dlq", "preservation"), kept=kept)
@@ -123,7 +123,7 @@ async def test_a_slug_too_long_for_an_identifier_is_unmeasured_never_truncated(
         await platform.execute(
             "UPDATE public.tenants SET provisioning_status = 'deprovisioning' WHERE slug = $1", too_long
         )
-        await asyncio.sleep(TTL + 0.1)
+        clock.advance(TTL + 0.1)
         back = await timed_scrape(exporter)
         assert_page(back, ())
         assert back.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 2

@@ -15,6 +15,7 @@ import pytest
 from devkit.process import RunningProcess, exporter_process
 from tests.platform import EXPORTER_PASSWORD, Platform
 from tests.scrapes import parse
+from tests.waits import wait_until_sync
 
 SCRAPE_TIMEOUT = 3.0
 HEADERS = {"X-Prometheus-Scrape-Timeout-Seconds": f"{SCRAPE_TIMEOUT:g}"}
@@ -124,9 +125,7 @@ def test_wrong_password_over_http_is_named_and_never_logged(module_platform: Pla
         page = parse(response.content)
         assert page.measured("dlq") == 0
         assert page.measured("audit_chain") == 0
-        deadline = time.monotonic() + 5
-        while "authentication_failed" not in process.log() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until_sync(lambda: "authentication_failed" in process.log(), 5)
         log = process.log()
     assert "authentication_failed" in log
     assert wrong not in log
@@ -140,9 +139,7 @@ def test_unknown_host_over_http_is_named_and_never_logged(module_platform: Platf
         response = httpx.get(process.url + "/metrics", headers=HEADERS, timeout=SCRAPE_TIMEOUT + 2)
         assert time.monotonic() - started < SCRAPE_TIMEOUT
         assert parse(response.content).measured("dlq") == 0
-        deadline = time.monotonic() + 5
-        while "connection_error" not in process.log() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until_sync(lambda: "connection_error" in process.log(), 5)
         log = process.log()
     assert "connection_error" in log
     assert EXPORTER_PASSWORD not in log

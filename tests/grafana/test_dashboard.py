@@ -19,6 +19,7 @@ import yaml
 
 from devkit.tools import tool
 from registry import FAMILIES
+from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
 
 from .promql import PromQLSyntaxError, Selector, metric_names, selectors
 
@@ -32,6 +33,11 @@ PANEL_TYPES = frozenset({"stat", "timeseries", "table", "state-timeline"})
 TEMPLATED_DATASOURCES = frozenset({"$datasource", "${datasource}"})
 # Prometheus' own series the dashboard and the rules may use besides the registry.
 PROMETHEUS_SERIES = frozenset({"up"})
+# Declared backlogs' families: the registry is extended with them at start from
+# the backlogs configuration file, so they are not in its static table.
+BACKLOG_FAMILIES = frozenset({PENDING_ITEMS, OLDEST_PENDING})
+# Recorded over every cluster: the platform totals, and the counts that gate them.
+PLATFORM_RECORD = re.compile(r"^orpycamcp:[a-z0-9_]+:(total|count)$")
 # Grafana's unit ids (valueFormats/categories.ts), the subset relevant to an exporter.
 VALID_UNITS = frozenset(
     {
@@ -87,7 +93,9 @@ VALID_UNITS = frozenset(
 # Literal stand-ins for Grafana variables, so promtool can parse the expressions.
 VARIABLE_VALUES = {
     "job": "orpycamcp-exporter",
+    "cluster": ".*",
     "instance": ".+",
+    "backlog": "kyc_dead_letters|outbox",
     "__rate_interval": "1m",
     "__interval": "1m",
     "__range": "1h",
@@ -248,15 +256,79 @@ def test_panel_type_and_targets(panel_id: str) -> None:
     assert len(ref_ids) == len(set(ref_ids))
 
 
-@pytest.mark.parametrize("label", ["job", "instance"])
+def test_cluster_variable() -> None:
+    """Multi-select with All; All is `.*` so that series without a `cluster` label (one cluster) match."""
+    variable = template("cluster")
+    assert variable["type"] == "query"
+    assert variable["datasource"]["uid"] in TEMPLATED_DATASOURCES
+    assert variable["label"] == "Cluster"
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    assert variable["allValue"] == ".*"
+    match = LABEL_VALUES.match(variable_query(variable).strip())
+    assert match
+    assert match.group(2) == "cluster"
+    names = [v["name"] for v in templates()]
+    assert names.index("job") < names.index("cluster") < names.index("instance")
+
+
+def is_platform_record(metric: str | None) -> bool:
+    return metric is not None and PLATFORM_RECORD.match(metric) is not None
+
+
+@pytest.mark.parametrize("label", ["job", "cluster", "instance"])
 def test_target_job_and_instance_rules(label: str) -> None:
-    """target-job-rule / target-instance-rule: every selector filters with label=~"$label"."""
+    """target-job-rule / target-instance-rule: every selector filters with label=~"$label".
+
+    A platform total spans every cluster and replica: it is filtered by job only.
+    """
     for panel, target in targets():
         for selector in selectors(str(target["expr"])):
+            if is_platform_record(selector.metric):
+                assert selector.has("job", "=~", "$job"), (panel["title"], target["expr"])
+                assert label == "job" or not any(m.label == label for m in selector.matchers), target["expr"]
+                continue
             assert selector.has(label, "=~", f"${label}"), (panel["title"], target["expr"])
-    # The instance variable is itself filtered by the selected jobs.
+    # The cluster and instance variables are themselves filtered by the selected jobs.
     for expr in variable_selector_exprs()[1:]:
         assert all(s.has("job", "=~", "$job") for s in selectors(expr)), expr
+
+
+def test_per_cluster_panels_keep_the_cluster() -> None:
+    """Raw series are aggregated per cluster and say which cluster in the legend."""
+    for panel, target in targets():
+        expr = str(target["expr"])
+        if any(is_platform_record(s.metric) for s in selectors(expr)):
+            continue
+        for group in re.findall(r"\bby\s*\(([^)]*)\)", expr):
+            assert "cluster" in {g.strip() for g in group.split(",")}, (panel["title"], expr)
+        legend = str(target.get("legendFormat", ""))
+        if legend != "__auto":
+            assert "{{cluster}}" in legend, (panel["title"], legend)
+
+
+def test_platform_totals_beside_per_cluster_series() -> None:
+    """The totals of the per-cluster signals are shown, and their absence reads "unknown"."""
+    shown: set[str] = set()
+    for panel, target in targets():
+        records = {s.metric for s in selectors(str(target["expr"])) if is_platform_record(s.metric)}
+        if not records:
+            continue
+        shown |= {str(metric) for metric in records}
+        assert "unknown" in str(panel["fieldConfig"]["defaults"].get("noValue", "unknown")), panel["title"]
+        if panel["type"] == "stat":
+            assert mapping_texts(panel).get("null") == "unknown", panel["title"]
+        assert "unknown" in panel["description"], panel["title"]
+    assert {
+        "orpycamcp:dlq_pending_events:total",
+        "orpycamcp:dlq_oldest_pending_timestamp_seconds:total",
+        "orpycamcp:preservation_exhausted_artifacts:total",
+        "orpycamcp:signal_measured_clusters:count",
+        "orpycamcp:clusters:count",
+    } <= shown
+    # The per-cluster series of the same families stay on the dashboard.
+    raw = dashboard_metric_names()
+    assert {"orpycamcp_dlq_pending_events", "orpycamcp_preservation_exhausted_artifacts"} <= raw
 
 
 @pytest.mark.parametrize("panel_id", PANEL_IDS)
@@ -386,7 +458,7 @@ def test_promtool_rejects_a_broken_expression(tmp_path: Path) -> None:
 
 # --- metric names against the registry ---------------------------------------------
 
-REGISTRY_NAMES = frozenset(family.name for family in FAMILIES)
+REGISTRY_NAMES = frozenset(family.name for family in FAMILIES) | BACKLOG_FAMILIES
 
 
 def recorded_names() -> set[str]:
@@ -408,22 +480,28 @@ def dashboard_metric_names() -> set[str]:
 
 
 def test_every_metric_used_exists() -> None:
-    defined = REGISTRY_NAMES | recorded_names() | PROMETHEUS_SERIES
+    defined = REGISTRY_NAMES | recorded_names() | PROMETHEUS_SERIES | BACKLOG_FAMILIES
     unknown = (rule_metric_names() | dashboard_metric_names()) - defined
     assert not unknown, f"metrics not in the registry nor recorded: {sorted(unknown)}"
 
 
-def test_dashboard_uses_raw_series_only() -> None:
-    """Recording rules drop `instance`, which the dashboard filters on."""
-    assert dashboard_metric_names() <= REGISTRY_NAMES | PROMETHEUS_SERIES
+def test_dashboard_uses_raw_series_or_platform_totals() -> None:
+    """Recording rules drop `instance`, which the dashboard filters on; only the
+    platform totals (over every cluster and replica) are read from the rules."""
+    records = {name for name in dashboard_metric_names() if ":" in name}
+    assert all(PLATFORM_RECORD.match(name) for name in records), records
+    assert records <= recorded_names()
+    assert dashboard_metric_names() - records <= REGISTRY_NAMES | PROMETHEUS_SERIES
 
 
-def test_recording_rules_are_used_by_alerts() -> None:
-    used: set[str] = set()
+def test_recording_rules_are_used() -> None:
+    """By an alert, by another rule or by the dashboard (platform totals may stand alone)."""
+    used: set[str] = set(dashboard_metric_names())
     for rule in rules():
-        if "alert" in rule:
-            used |= metric_names(str(rule["expr"]))
-    assert recorded_names() - used == set()
+        used |= metric_names(str(rule["expr"]))
+    unused = recorded_names() - used
+    # Platform totals are also a product of their own, for queries and federation.
+    assert all(name.endswith(":total") for name in unused), unused
 
 
 def test_every_registry_family_is_used() -> None:
@@ -438,7 +516,9 @@ def test_every_registry_family_is_on_the_dashboard() -> None:
 
 def test_label_names_exist_in_registry() -> None:
     """Labels named in dashboard matchers and legends are registry or target labels."""
-    known = {"job", "instance"} | {label for family in FAMILIES for label in family.labels}
+    known = {"job", "cluster", "instance", "backlog", "group"} | {
+        label for family in FAMILIES for label in family.labels
+    }
     for panel, target in targets():
         for selector in selectors(str(target["expr"])):
             assert {m.label for m in selector.matchers} <= known, panel["title"]
@@ -497,3 +577,26 @@ def test_selector_reader_reads_matchers() -> None:
     }
     with pytest.raises(PromQLSyntaxError):
         metric_names('{__name__="x"}')
+
+
+def test_backlog_row_follows_the_backlog_variable_and_shows_unknown() -> None:
+    variable = template("backlog")
+    assert variable["type"] == "query"
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    assert "allValue" not in variable, "All means every declared backlog, never every signal"
+    match = LABEL_VALUES.match(variable_query(variable).strip())
+    assert match
+    assert match.group(2) == "backlog"
+    backlog_panels = [p for p in panels() if any("$backlog" in str(t["expr"]) for t in p["targets"])]
+    assert len(backlog_panels) == 4
+    assert dashboard_metric_names() >= {PENDING_ITEMS, OLDEST_PENDING}
+    for panel in backlog_panels:
+        for target in panel["targets"]:
+            label = "signal" if "orpycamcp_signal_measured" in str(target["expr"]) else "backlog"
+            assert all(s.has(label, "=~", "$backlog") for s in selectors(str(target["expr"]))), panel["title"]
+        if panel["type"] == "stat":
+            assert mapping_texts(panel).get("null") == "unknown", panel["title"]
+            assert panel["fieldConfig"]["defaults"]["noValue"] == "unknown", panel["title"]
+        else:
+            assert "unknown, not zero" in panel["description"] or "unmeasured" in panel["description"]

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from registry import BY_NAME, FAMILIES, SIGNALS, Family, RegistryError, families_of
+from registry import BUILTIN, BY_NAME, FAMILIES, META, SIGNALS, Family, RegistryError, extended, families_of
+from registry.backlogs import backlog_families, oldest_part, pending_part
 from registry.model import FORBIDDEN_LABELS, check_unique, product
 from registry.values import STREAM_GROUPS
 
@@ -74,3 +77,57 @@ def test_registry_imports_nothing_from_the_exporter() -> None:
         text = path.read_text()
         assert "import exporter" not in text, path
         assert "from exporter" not in text, path
+
+
+def test_the_builtin_registry_is_the_module_constants() -> None:
+    assert BUILTIN.families == FAMILIES
+    assert BUILTIN.signals == SIGNALS
+    assert BUILTIN.family("orpycamcp_dlq_pending_events", "dlq") is BY_NAME["orpycamcp_dlq_pending_events"]
+    assert BUILTIN.family("orpycamcp_dlq_pending_events", "preservation") is None
+
+
+def test_extended_registry_holds_the_declared_backlogs() -> None:
+    declared = backlog_families((("kyc", ("face_match", "7"), True), ("outbox", None, False)))
+    registry = extended(("kyc", "outbox"), declared)
+    assert registry.signals == (*SIGNALS, "kyc", "outbox")
+    measured = registry.family("orpycamcp_signal_measured", META)
+    assert measured is not None
+    assert measured.combinations == tuple((signal,) for signal in registry.signals)
+    assert [(f.name, f.signal, f.labels) for f in registry.families_of("kyc")] == [
+        ("orpycamcp_backlog_pending_items", "kyc", ("backlog", "group")),
+        ("orpycamcp_backlog_oldest_pending_timestamp_seconds", "kyc", ("backlog", "group")),
+    ]
+    # No oldest column: no oldest family; no group_by: the backlog label only.
+    assert [(f.name, f.combinations) for f in registry.families_of("outbox")] == [
+        ("orpycamcp_backlog_pending_items", (("outbox",),))
+    ]
+    names = [family.name for family in registry.families]
+    # build_info closes the measured page; the HTTP server's families follow it, per response.
+    assert names[-3:] == [
+        "orpycamcp_exporter_build_info",
+        "orpycamcp_exporter_http_connections",
+        "orpycamcp_exporter_http_connections_shed_total",
+    ]
+    # The built-in registry is untouched.
+    assert BUILTIN.signals == SIGNALS
+    assert BY_NAME["orpycamcp_signal_measured"].combinations == tuple((s,) for s in SIGNALS)
+
+
+def test_a_bad_extension_fails_when_it_is_built() -> None:
+    part = pending_part("kyc", None)
+    with pytest.raises(RegistryError, match="no value family"):
+        extended(("kyc", "other"), (part,))
+    with pytest.raises(RegistryError, match="not registered"):
+        extended((), (part,))
+    with pytest.raises(RegistryError, match="declared twice"):
+        extended(("kyc",), (part, part))
+    with pytest.raises(RegistryError, match="repeat"):
+        extended(("kyc", "kyc"), (part,))
+    with pytest.raises(RegistryError, match="declared together"):
+        extended(("kyc", "b"), (part, oldest_part("kyc", None), pending_part("b", None)))
+    with pytest.raises(RegistryError, match="share help"):
+        extended(("kyc", "b"), (part, replace(pending_part("b", None), help="Other.")))
+    with pytest.raises(RegistryError, match="backlog name"):
+        pending_part("Bad-Name", None)
+    with pytest.raises(RegistryError, match="label value"):
+        pending_part("kyc", ("",))

@@ -123,3 +123,29 @@ def test_prometheus_client_reads_back_what_we_write(values: list[tuple[str, str,
     assert parsed[0].type == "gauge"
     got = {(s.labels["a"], s.labels["b"]): s.value for s in parsed[0].samples}
     assert got == {(a or "-", b or "-"): v for a, b, v in values}
+
+
+def test_parts_of_one_family_share_one_header_and_keep_their_labels() -> None:
+    """Declared backlogs are parts of shared families: one HELP/TYPE, each part its own labels."""
+    grouped = Family("t_backlog", "Pending.", "a", ("backlog", "group"), (("a", "g1"),))
+    ungrouped = Family("t_backlog", "Pending.", "b", ("backlog",), (("b",),))
+    empty = Family("t_backlog", "Pending.", "c", ("backlog",), (("c",),))
+    page = render(
+        [
+            FamilySamples(empty, []),
+            FamilySamples(grouped, [Sample("t_backlog", ("a", "g1"), 2.0)]),
+            FamilySamples(ungrouped, [Sample("t_backlog", ("b",), 0.0)]),
+            FamilySamples(PLAIN, [Sample("t_plain", (), 1.0)]),
+        ]
+    )
+    assert page == (
+        b"# HELP t_backlog Pending.\n"
+        b"# TYPE t_backlog gauge\n"
+        b't_backlog{backlog="a",group="g1"} 2\n'
+        b't_backlog{backlog="b"} 0\n'
+        b"# HELP t_plain A plain gauge.\n"
+        b"# TYPE t_plain gauge\n"
+        b"t_plain 1\n"
+    )
+    families = list(text_string_to_metric_families(page.decode()))
+    assert [family.name for family in families] == ["t_backlog", "t_plain"]

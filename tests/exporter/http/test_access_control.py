@@ -4,7 +4,10 @@ certificates made for the test."""
 from __future__ import annotations
 
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import bcrypt
@@ -58,14 +61,20 @@ def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
     return context
 
 
+@contextmanager
+def _https_exporter(platform: Platform, folder: Path, mutual: bool, workdir: Path) -> Iterator[RunningProcess]:
+    """The exporter over TLS; with `mutual`, it requires a client certificate (and gets it when polled)."""
+    args = ["--database-url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
+    ready: dict[str, object] = {"verify": _client_context(folder, "client.pem" if mutual else None)}
+    with exporter_process(args, workdir, scheme="https", ready_kwargs=ready) as process:
+        yield process
+
+
 @pytest.fixture(scope="module")
 def tls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProcess]:
-    folder = pki[1]
-    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, False))]
-    ready: dict[str, object] = {"verify": _client_context(folder, None)}
-    with exporter_process(args, tmp_path_factory.mktemp("tls"), scheme="https", ready_kwargs=ready) as process:
+    with _https_exporter(module_platform, pki[1], False, tmp_path_factory.mktemp("tls")) as process:
         yield process
 
 
@@ -73,10 +82,7 @@ def tls_exporter(
 def mtls_exporter(
     module_platform: Platform, pki: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProcess]:
-    folder = pki[1]
-    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(_web_config(folder, True))]
-    ready: dict[str, object] = {"verify": _client_context(folder, "client.pem")}
-    with exporter_process(args, tmp_path_factory.mktemp("mtls"), scheme="https", ready_kwargs=ready) as process:
+    with _https_exporter(module_platform, pki[1], True, tmp_path_factory.mktemp("mtls")) as process:
         yield process
 
 
@@ -139,3 +145,39 @@ def test_mutual_tls_refuses_without_or_with_a_foreign_certificate(
         httpx.get(
             _https(mtls_exporter) + "/metrics", verify=_client_context(pki[1], cert), auth=("prometheus", PASSWORD)
         )
+
+
+# --- the image's health check against TLS, basic auth and client certificates -------------------
+
+
+def _healthcheck(process: RunningProcess, web_config: Path) -> subprocess.CompletedProcess[str]:
+    """`orpycamcp-exporter healthcheck` with the serving process's address and web config, as the image runs it."""
+    env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgresql://u@127.0.0.1:1/d"}
+    env |= {"ORPYCAMCP_LISTEN_ADDRESS": f"127.0.0.1:{process.port}", "ORPYCAMCP_WEB_CONFIG_FILE": str(web_config)}
+    command = [sys.executable, "-m", "exporter", "healthcheck"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_healthcheck_over_tls_with_basic_auth(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:
+    done = _healthcheck(tls_exporter, pki[1] / "web-tls.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        done.stdout == f"healthy: https://127.0.0.1:{tls_exporter.port}/-/healthy: answered 401, basic auth required\n"
+    )
+
+
+def test_healthcheck_with_client_certificates_required(
+    mtls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]
+) -> None:
+    """The probe offers the server's own certificate, which the client CA signed here."""
+    done = _healthcheck(mtls_exporter, pki[1] / "web-mtls.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.endswith("/-/healthy: answered 401, basic auth required\n")
+
+
+def test_healthcheck_in_plain_http_against_a_tls_server_fails(tls_exporter: RunningProcess, tmp_path: Path) -> None:
+    empty = tmp_path / "web.yml"
+    empty.write_text("")
+    done = _healthcheck(tls_exporter, empty)
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"unhealthy: http://127.0.0.1:{tls_exporter.port}/-/healthy: ")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from tests.platform import Platform, at
-from tests.scrapes import AUDIT_PREFIX, make_exporter, scrape, value_series
+from tests.scrapes import AUDIT_PREFIX, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -16,11 +16,7 @@ async def test_latest_complete_run_wins_and_partial_runs_never_count(platform: P
     await platform.add_audit_run(
         "partial", at("2026-12-01 12:00:00"), breaks=9, declared_breaks=0, verification_ok=False
     )
-    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="audit_chain")
     assert page.measured("audit_chain") == 1
     assert page.get("orpycamcp_audit_chain_breaks") == 3
     assert page.get("orpycamcp_audit_chain_declared_breaks") == 1
@@ -32,11 +28,7 @@ async def test_latest_complete_run_wins_and_partial_runs_never_count(platform: P
 
 async def test_never_verified_is_measured_with_no_value_series(platform: Platform) -> None:
     await platform.add_audit_run("partial", at("2026-12-01 12:00:00"), breaks=0, declared_breaks=0)
-    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="audit_chain")
     assert page.measured("audit_chain") == 1
     assert value_series(page, AUDIT_PREFIX) == []
 
@@ -49,22 +41,14 @@ async def test_nulls_and_negative_counts_are_contract_drift(
     platform: Platform, breaks: int | None, declared: int | None, ok: bool | None
 ) -> None:
     await platform.add_audit_run("complete", at("2026-12-01 02:00:00"), breaks, declared, ok)
-    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="audit_chain")
     assert page.measured("audit_chain") == 0
     assert value_series(page, AUDIT_PREFIX) == []
 
 
 async def test_missing_table_leaves_other_signals_measured(platform: Platform) -> None:
     await platform.execute("DROP TABLE public.audit_chain_runs")
-    exporter = make_exporter(platform.exporter_url)
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url)
     assert page.measured("audit_chain") == 0
     assert value_series(page, AUDIT_PREFIX) == []
     assert page.measured("dlq") == 1

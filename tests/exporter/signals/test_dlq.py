@@ -4,7 +4,7 @@ import pytest
 
 from registry.values import ORIGIN_GROUPS
 from tests.platform import Platform, at
-from tests.scrapes import DLQ_PREFIX, make_exporter, scrape, value_series
+from tests.scrapes import DLQ_PREFIX, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -21,11 +21,7 @@ async def test_sums_and_oldest_per_origin_group_over_active_tenants(platform: Pl
     await platform.add_dead_letter("globex", "e3", "notification-service", "discarded", at("2026-09-01 00:00:00"))
     await platform.add_dead_letter("initech", "e1", "workflow-service", "pending", at("2026-01-01 00:00:00"))
 
-    exporter = make_exporter(platform.exporter_url, signals="dlq")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="dlq")
 
     assert page.measured("dlq") == 1
     assert page.family("orpycamcp_dlq_pending_events") == {
@@ -41,11 +37,7 @@ async def test_sums_and_oldest_per_origin_group_over_active_tenants(platform: Pl
 
 
 async def test_no_tenant_is_a_true_zero(platform: Platform) -> None:
-    exporter = make_exporter(platform.exporter_url, signals="dlq")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="dlq")
     assert page.measured("dlq") == 1
     assert len(page.family("orpycamcp_dlq_pending_events")) == len(ORIGIN_GROUPS)
     assert set(page.family("orpycamcp_dlq_pending_events").values()) == {0}
@@ -56,11 +48,7 @@ async def test_unknown_origin_group_makes_the_signal_unmeasured(platform: Platfo
     await platform.add_tenant("acme")
     await platform.add_dead_letter("acme", "e1", "signature-service", "pending", at("2026-11-01 10:00:00"))
     await platform.add_dead_letter("acme", "e2", "billing-service", "pending", at("2026-11-01 10:00:00"))
-    exporter = make_exporter(platform.exporter_url)
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url)
     assert page.measured("dlq") == 0
     assert value_series(page, DLQ_PREFIX) == []
     assert page.measured("preservation") == 1
@@ -72,11 +60,7 @@ async def test_one_tenant_missing_its_table_leaves_no_partial_sum(platform: Plat
         await platform.add_tenant(slug)
         await platform.add_dead_letter(slug, "e1", "workflow-service", "pending", at("2026-11-01 10:00:00"))
     await platform.execute('DROP TABLE "tenant_b".evento_dead_letter')
-    exporter = make_exporter(platform.exporter_url)
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url)
     assert page.measured("dlq") == 0
     assert value_series(page, DLQ_PREFIX) == []
     assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="dlq") is None
@@ -91,9 +75,5 @@ async def test_tenants_beyond_one_batch_are_all_counted(platform: Platform) -> N
     )
     for n in range(1, 31):
         await platform.add_dead_letter(f"t{n}", "e", "notification-service", "pending", at("2026-11-01 00:00:00"))
-    exporter = make_exporter(platform.exporter_url, signals="dlq", batch_size="7")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="dlq", batch_size="7")
     assert page.get("orpycamcp_dlq_pending_events", origin_group="notification-service") == 30

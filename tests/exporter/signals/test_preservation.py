@@ -4,7 +4,7 @@ import pytest
 
 from registry.values import ARTIFACTS, PHASES
 from tests.platform import Platform
-from tests.scrapes import PRESERVATION_PREFIX, make_exporter, scrape, value_series
+from tests.scrapes import PRESERVATION_PREFIX, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -20,11 +20,7 @@ async def test_exhausted_artifacts_per_artifact_and_phase(platform: Platform) ->
     await platform.add_retry("globex", "p1", "aip_package", "replication", "exhausted")
     await platform.add_retry("initech", "p1", "aip_package", "replication", "exhausted")
 
-    exporter = make_exporter(platform.exporter_url, signals="preservation")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="preservation")
 
     family = page.family("orpycamcp_preservation_exhausted_artifacts")
     assert page.measured("preservation") == 1
@@ -41,11 +37,7 @@ async def test_value_outside_the_registry_makes_it_unmeasured(platform: Platform
     await platform.add_tenant("acme")
     await platform.add_retry("acme", "d1", "document", "sealing", "exhausted")
     await platform.add_retry("acme", "x1", artifact, phase, "exhausted")
-    exporter = make_exporter(platform.exporter_url)
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url)
     assert page.measured("preservation") == 0
     assert value_series(page, PRESERVATION_PREFIX) == []
     assert page.measured("dlq") == 1
@@ -58,10 +50,6 @@ async def test_null_artifact_is_contract_drift(platform: Platform) -> None:
         'INSERT INTO "tenant_acme".preservation_retry (artifact_id, artifact, phase, status) '
         "VALUES ('x', NULL, 'sealing', 'exhausted')"
     )
-    exporter = make_exporter(platform.exporter_url, signals="preservation")
-    try:
-        page = await scrape(exporter)
-    finally:
-        await exporter.close()
+    page = await scrape_once(platform.exporter_url, signals="preservation")
     assert page.measured("preservation") == 0
     assert value_series(page, PRESERVATION_PREFIX) == []

@@ -3,20 +3,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis, start_redis
+from devkit.streams import create_stream_groups
 from exporter.errors import ConfigError, ContractViolation
 from exporter.outcomes import classify
+from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
 from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+from tests.clock import FakeClock
 from tests.platform import Platform
-from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, value_series
+from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, scrape_once, value_series
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -66,15 +70,21 @@ def own_redis() -> Iterator[LocalRedis]:
         server.remove()
 
 
-async def create_groups(client: Redis) -> None:
-    for stream, group in STREAM_GROUPS:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
-
-
 def delivered_ids(reply: Any) -> list[str]:
     """The entry IDs an XREADGROUP of one stream delivered."""
     ((_, entries),) = reply
     return [entry_id for entry_id, _ in entries]
+
+
+async def groups_and_dead_letters(url: str, dead_letters: Mapping[str, str] | None = None) -> None:
+    """The consumer groups, and one entry (with this ID) in each dead-letter stream named."""
+    client = connect(url)
+    try:
+        await create_stream_groups(client)
+        for stream, entry_id in (dead_letters or {}).items():
+            await client.xadd(stream, {"event": "failed"}, id=entry_id)
+    finally:
+        await client.aclose()
 
 
 async def debug_sleep(client: Redis, seconds: float) -> object:
@@ -83,12 +93,20 @@ async def debug_sleep(client: Redis, seconds: float) -> object:
     return reply
 
 
-async def scrape_once(redis_url: str, database_url: str | None = None, **options: str) -> Page:
-    exporter = make_exporter(database_url, redis_url, **options)
+async def server_is_busy(port: int) -> bool:
+    """Whether the server leaves a PING unanswered for a moment: it is inside a long command.
+    A raw socket, so the unanswered PING leaves no client state behind."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        return await scrape(exporter)
+        writer.write(b"PING\r\n")
+        await writer.drain()
+        await asyncio.wait_for(reader.readline(), 0.2)
+    except TimeoutError:
+        return True
     finally:
-        await exporter.close()
+        writer.close()
+        await writer.wait_closed()
+    return False
 
 
 def reasons(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -108,7 +126,7 @@ def assert_unmeasured(page: Page) -> None:
 
 
 async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for entry_id in ("1764680000000-0", "1764680000000-1", "1764680005000-0", "1764680010123-4"):
         await db.xadd(DOCUMENTS, {"event": "document.signed"}, id=entry_id)
 
@@ -150,7 +168,7 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
     assert await db.exists(WORKFLOW_DL) == 1
     # The notification dead-letter stream was never written.
 
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
 
     assert page.measured("streams") == 1
     assert page.family(PENDING) == {
@@ -170,29 +188,29 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
 
 
 async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for entry_id in ("1764680000100-0", "1764680000200-0", "1764680000300-0"):
         await db.xadd(DOCUMENTS, {"event": "document.created"}, id=entry_id)
     await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=1)
     await db.xreadgroup("signature-service", "sig-2", {DOCUMENTS: ">"})
     # The oldest moves from sig-1 to sig-2: still pending, still the oldest.
     await db.xclaim(DOCUMENTS, "signature-service", "sig-2", min_idle_time=0, message_ids=["1764680000100-0"])
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 3
     assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.1
 
     # Acknowledging the oldest moves the oldest to the next smallest pending ID.
     await db.xack(DOCUMENTS, "signature-service", "1764680000100-0")
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 2
     assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.2
 
 
 async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     for stream in DEADLETTER_STREAMS:
         assert await db.exists(stream) == 0
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.measured("streams") == 1
     assert page.family(DL_ENTRIES) == {only(stream): 0 for stream in DEADLETTER_STREAMS}
     assert page.family(DL_OLDEST) == {}
@@ -203,9 +221,10 @@ async def test_dead_letter_streams_that_do_not_exist_are_a_true_zero(redis: Loca
 async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_scrapes(
     redis: LocalRedis, db: Redis
 ) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
-    exporter = make_exporter(None, redis.url, ttl="1", deadline="0.5")
+    clock = FakeClock()
+    exporter = make_exporter(None, redis.url, clock.clock, ttl="1", deadline="0.5")
     try:
         pages = await asyncio.gather(*(scrape(exporter) for _ in range(5)))
         assert exporter.caches["streams"].measurements == 1
@@ -216,7 +235,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
         assert cached.get(DL_ENTRIES, stream=SIGNATURE_DL) == 1  # still the cached measurement
         assert exporter.caches["streams"].measurements == 1
 
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         fresh = await scrape(exporter)
         assert fresh.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
         assert fresh.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
@@ -229,9 +248,9 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
 
 
 async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, db: Redis) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     await db.config_resetstat()
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert page.measured("streams") == 1
 
     stats = await db.info("commandstats")
@@ -258,7 +277,7 @@ async def test_a_missing_group_leaves_the_signal_unmeasured_and_postgres_measure
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
 
-    page = await scrape_once(redis.url, platform.exporter_url)
+    page = await scrape_once(platform.exporter_url, redis.url)
 
     assert_unmeasured(page)
     assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is None
@@ -267,44 +286,47 @@ async def test_a_missing_group_leaves_the_signal_unmeasured_and_postgres_measure
         assert page.measured(signal) == 1
 
 
-async def test_a_missing_source_stream_is_a_missing_group(
-    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
-) -> None:
+async def nothing_there(db: Redis) -> None:
     assert await db.dbsize() == 0
-    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    page = await scrape_once(redis.url, signals="streams")
-    assert_unmeasured(page)
-    assert reasons(caplog) == ["missing_group"]
 
 
-async def test_a_dead_letter_key_of_another_type_is_a_failure(
-    redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
-) -> None:
-    await create_groups(db)
+async def a_dead_letter_key_of_another_type(db: Redis) -> None:
+    await create_stream_groups(db)
     await db.set(WORKFLOW_DL, "not a stream")
+
+
+@pytest.mark.parametrize(
+    ("setup", "reason"),
+    [(nothing_there, "missing_group"), (a_dead_letter_key_of_another_type, "redis_error")],
+    ids=["a-missing-source-stream-is-a-missing-group", "a-dead-letter-key-of-another-type"],
+)
+async def test_what_redis_holds_leaves_the_signal_unmeasured(
+    redis: LocalRedis,
+    db: Redis,
+    caplog: pytest.LogCaptureFixture,
+    setup: Callable[[Redis], Awaitable[None]],
+    reason: str,
+) -> None:
+    await setup(db)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    page = await scrape_once(redis.url, signals="streams")
+    page = await scrape_once(None, redis.url, signals="streams")
     assert_unmeasured(page)
-    assert reasons(caplog) == ["redis_error"]
+    assert reasons(caplog) == [reason]
 
 
 async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
     own_redis: LocalRedis, platform: Platform, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = connect(own_redis.url)
-    try:
-        await create_groups(client)
-        await client.xadd(NOTIFICATION_DL, {"event": "notification.failed"}, id="1764600000000-0")
-    finally:
-        await client.aclose()
+    await groups_and_dead_letters(own_redis.url, {NOTIFICATION_DL: "1764600000000-0"})
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    exporter = make_exporter(platform.exporter_url, own_redis.url, ttl="3", deadline="2")
+    clock = FakeClock()
+    exporter = make_exporter(platform.exporter_url, own_redis.url, clock.clock, ttl="3", deadline="2")
     try:
         page = await scrape(exporter)
         assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 1
 
         own_redis.stop()
-        await asyncio.sleep(3.1)
+        clock.advance(3.1)
         started = time.monotonic()
         page = await scrape(exporter)
         elapsed = time.monotonic() - started
@@ -318,12 +340,8 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
         assert last_success is not None  # the last success is kept while failing
 
         own_redis.start()
-        client = connect(own_redis.url)
-        try:
-            await create_groups(client)  # nothing persisted across the restart
-        finally:
-            await client.aclose()
-        await asyncio.sleep(3.1)
+        await groups_and_dead_letters(own_redis.url)  # nothing persisted across the restart
+        clock.advance(3.1)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(DL_ENTRIES, stream=NOTIFICATION_DL) == 0
@@ -335,23 +353,15 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 
 
 async def test_a_restart_between_measurements_costs_no_measurement(own_redis: LocalRedis) -> None:
-    client = connect(own_redis.url)
-    try:
-        await create_groups(client)
-    finally:
-        await client.aclose()
-    exporter = make_exporter(None, own_redis.url, ttl="1", deadline="0.5")
+    await groups_and_dead_letters(own_redis.url)
+    clock = FakeClock()
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline="0.5")
     try:
         assert (await scrape(exporter)).measured("streams") == 1
         own_redis.stop()
         own_redis.start()
-        client = connect(own_redis.url)
-        try:
-            await create_groups(client)
-            await client.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600004000-0")
-        finally:
-            await client.aclose()
-        await asyncio.sleep(1.1)
+        await groups_and_dead_letters(own_redis.url, {SIGNATURE_DL: "1764600004000-0"})
+        clock.advance(1.1)
         # The pooled connection the server closed is replaced when taken, not reported as a failure.
         page = await scrape(exporter)
         assert page.measured("streams") == 1
@@ -364,13 +374,14 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
     own_redis: LocalRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = connect(own_redis.url)
-    await create_groups(client)
+    await create_stream_groups(client)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     deadline = 0.5
-    exporter = make_exporter(None, own_redis.url, ttl="1", deadline=str(deadline))
+    clock = FakeClock()
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline=str(deadline))
     try:
         assert (await scrape(exporter)).measured("streams") == 1  # the connection is open and pooled
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         own_redis.pause()
         try:
             started = time.monotonic()
@@ -385,7 +396,7 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
         # Whatever the cut measurement left unread is not served to the next one.
         await client.xadd(DOCUMENTS, {"event": "document.signed"}, id="1764680020000-0")
         await client.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
@@ -417,7 +428,7 @@ async def test_a_new_connection_to_a_frozen_redis_is_cut_at_the_deadline(
 async def test_a_server_busy_past_the_deadline_is_a_timeout(
     redis: LocalRedis, db: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await create_groups(db)
+    await create_stream_groups(db)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
     deadline = 0.5
     exporter = make_exporter(None, redis.url, ttl="1", deadline=str(deadline))
@@ -426,7 +437,7 @@ async def test_a_server_busy_past_the_deadline_is_a_timeout(
         assert await busy.ping()
         sleeping = asyncio.create_task(debug_sleep(busy, 1.5))
         try:
-            await asyncio.sleep(0.1)  # the server is now inside DEBUG SLEEP
+            assert await wait_until(lambda: server_is_busy(redis.port), 1.0), "DEBUG SLEEP never started"
             started = time.monotonic()
             page = await scrape(exporter)
             elapsed = time.monotonic() - started
@@ -468,11 +479,24 @@ async def test_without_redis_the_signal_is_not_enabled(platform: Platform) -> No
         ("1764680000500-42", 1764680000.5),
         ("1764680000123-18446744073709551615", 1764680000.123),
         ("0-1", 0.0),
-        ("18446744073709551615-0", 18446744073709551615 / 1000),
     ],
 )
 async def test_entry_time_is_the_millisecond_part(entry_id: str, seconds: float) -> None:
     assert entry_time("XRANGE s", entry_id) == seconds
+
+
+@pytest.mark.parametrize("ahead", [FUTURE_TOLERANCE_SECONDS + 60, 10 * 365 * 86400.0, 18446744073709551615 / 1000])
+async def test_an_entry_id_in_the_future_is_a_contract_violation(ahead: float) -> None:
+    # An ID given explicitly to XADD can carry any time; an age computed from it would be negative.
+    milliseconds = min(int((time.time() + ahead) * 1000), 18446744073709551615)
+    with pytest.raises(ContractViolation, match="in the future") as raised:
+        entry_time("XRANGE s", f"{milliseconds}-0")
+    assert classify(raised.value, 1.0).reason == "contract_violation"
+
+
+async def test_an_entry_id_within_the_clock_skew_tolerance_is_kept() -> None:
+    milliseconds = int((time.time() + FUTURE_TOLERANCE_SECONDS - 60) * 1000)
+    assert entry_time("XRANGE s", f"{milliseconds}-0") == milliseconds / 1000
 
 
 @pytest.mark.parametrize(
@@ -580,3 +604,33 @@ async def test_samples_of_a_well_formed_reading() -> None:
 async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
     with pytest.raises(ContractViolation):
         samples_of(reading(**replace))
+
+
+async def test_a_wrong_redis_password_is_authentication_failed(caplog: pytest.LogCaptureFixture) -> None:
+    capture_measure(caplog)
+    server = start_redis()
+    try:
+        client = Redis.from_url(server.url)
+        try:
+            await client.config_set("requirepass", "right-secret-4b1")
+        finally:
+            await client.aclose()
+        base = f"redis://:{{}}@127.0.0.1:{server.port}/0"
+        for password in ("wrong-secret-77c", ""):
+            caplog.clear()
+            exporter = make_exporter(None, base.format(password) if password else server.url)
+            try:
+                page = await scrape(exporter)
+            finally:
+                await exporter.close()
+            assert page.measured("streams") == 0
+            assert value_series(page, STREAMS_PREFIX) == []
+            logged = [r for r in caplog.records if r.name == "orpycamcp.measure"]
+            assert [str(r.__dict__["reason"]) for r in logged] == ["authentication_failed"]
+            assert all("wrong-secret-77c" not in r.getMessage() for r in logged)
+    finally:
+        server.remove()
+
+
+def capture_measure(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="orpycamcp.measure")

@@ -12,9 +12,11 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from devkit.servers import LocalRedis
+from devkit.streams import create_stream_groups
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -97,8 +99,7 @@ class Proxy:
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
     client = Redis.from_url(redis.url, decode_responses=True)
     await client.flushall()
-    for stream, group in STREAM_GROUPS:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    await create_stream_groups(client)
     try:
         yield client
     finally:
@@ -153,10 +154,11 @@ async def test_close_ends_the_connection_and_a_later_read_reconnects(redis: Loca
         assert len(await exporter_clients(db)) == 1
         await streams.close()
         await streams.close()  # closing twice is harmless
-        for _ in range(100):  # the server notices the closed socket shortly after
-            if not await exporter_clients(db):
-                break
-            await asyncio.sleep(0.05)
+
+        async def gone() -> bool:
+            return not await exporter_clients(db)
+
+        await wait_until(gone, 5)  # the server notices the closed socket shortly after
         assert await exporter_clients(db) == []
 
         reading = await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)

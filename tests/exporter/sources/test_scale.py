@@ -1,16 +1,28 @@
 """At a scale boundary: 2,500 tenants, more tables than one transaction can
-lock on a stock server (max_locks_per_transaction = 64), read exactly.
+lock on a stock server (max_locks_per_transaction = 64), read exactly, for
+the built-in signals and for a declared tenant-scope backlog.
 
-Tenants are created by the benchmark's generator (one DO block per 250
-tenants), whose rows are a pure function of the tenant number, so the exact
-totals are known without reading the database back. No timing is asserted.
+Tenants are created by devkit/tenants.py, shared with the benchmark (one DO
+block per 250 tenants), whose rows are a pure function of the tenant number,
+so the exact totals are known without reading the database back. No timing
+is asserted.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from devkit.tenants import Totals, create_tenants, expected_totals, slug
+from devkit.tenants import (
+    KYC_BACKLOG,
+    Totals,
+    create_queues,
+    create_tenants,
+    expected_queue_totals,
+    expected_totals,
+    slug,
+)
 from exporter.scrape import Exporter
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
@@ -33,6 +45,17 @@ def assert_exact(page: Page, totals: Totals) -> None:
     assert {(labels[0][1], labels[1][1]): value for labels, value in exhausted.items() if value} == totals.exhausted
 
 
+def assert_backlog_exact(page: Page, totals: Totals) -> None:
+    assert page.measured("kyc_dead_letters") == 1
+    pending = page.family("orpycamcp_backlog_pending_items")
+    assert {labels[1][1]: value for labels, value in pending.items() if value} == totals.pending
+    assert len(pending) == 4  # every declared group, zeros included
+    oldest = page.family("orpycamcp_backlog_oldest_pending_timestamp_seconds")
+    assert {labels[1][1]: value for labels, value in oldest.items()} == {
+        task: created.timestamp() for task, created in totals.oldest.items()
+    }
+
+
 async def refresh(exporter: Exporter) -> Page:
     for cache in exporter.caches.values():
         cache.ttl = 0  # the next scrape measures again
@@ -40,22 +63,31 @@ async def refresh(exporter: Exporter) -> Page:
 
 
 async def test_thousands_of_tenants_are_summed_exactly_and_changes_seen_at_the_next_refresh(
-    platform: Platform,
+    platform: Platform, tmp_path: Path
 ) -> None:
     await create_tenants(platform.admin_url, 1, TENANTS)
-    exporter = make_exporter(platform.exporter_url, signals="dlq,preservation,audit_chain")
+    await create_queues(platform.admin_url, 1, TENANTS)
+    backlogs = tmp_path / "backlogs.yml"
+    backlogs.write_text(KYC_BACKLOG)
+    exporter = make_exporter(
+        platform.exporter_url, signals="dlq,preservation,audit_chain,kyc_dead_letters", backlogs_file=str(backlogs)
+    )
     try:
         first = await scrape(exporter)
         assert_exact(first, expected_totals(1, TENANTS))
+        assert_backlog_exact(first, expected_queue_totals(1, TENANTS))
         assert first.measured("audit_chain") == 1
         assert await platform.exporter_sessions() <= 2  # the default connection limit
 
         # Steady state: the prepared statements serve the same exact totals.
-        assert_exact(await refresh(exporter), expected_totals(1, TENANTS))
+        steady = await refresh(exporter)
+        assert_exact(steady, expected_totals(1, TENANTS))
+        assert_backlog_exact(steady, expected_queue_totals(1, TENANTS))
 
         # A tenant added, one deprovisioned and one deleted, in the middle of
         # the slug order: all seen at the next refresh, nothing counted twice.
         await create_tenants(platform.admin_url, TENANTS + 1, TENANTS + 1)
+        await create_queues(platform.admin_url, TENANTS + 1, TENANTS + 1)
         await platform.execute(
             "UPDATE public.tenants SET provisioning_status = 'deprovisioning' WHERE slug = $1", slug(1234)
         )
@@ -73,6 +105,12 @@ async def test_thousands_of_tenants_are_summed_exactly_and_changes_seen_at_the_n
         totals.exhausted = {key: count for key, count in totals.exhausted.items() if count}
         # The oldest pending events belong to the lowest tenant numbers, which stay.
         assert_exact(changed, totals)
+        queues = expected_queue_totals(1, TENANTS + 1)
+        for number in (1234, 77):
+            for task, count in expected_queue_totals(number, number).pending.items():
+                queues.pending[task] -= count
+        queues.pending = {task: count for task, count in queues.pending.items() if count}
+        assert_backlog_exact(changed, queues)
         assert await platform.exporter_sessions() <= 2
     finally:
         await exporter.close()

@@ -15,6 +15,8 @@ import httpx
 from devkit.servers import free_port
 from tests.scrapes import parse
 
+EXAMPLE_BACKLOGS = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
+
 
 def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
     before = set(glob.glob("/tmp/orpycamcp-*"))
@@ -22,7 +24,17 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
     log_path = tmp_path / "demo.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "demo", "--web.listen-address", f"127.0.0.1:{port}"],
+            # As scripts/demo runs it: with the example backlogs, whose tables the demo loads.
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "demo",
+                "--backlogs.config-file",
+                str(EXAMPLE_BACKLOGS),
+                "--web.listen-address",
+                f"127.0.0.1:{port}",
+            ],
             stdout=log,
             stderr=log,
         )
@@ -38,11 +50,16 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert response is not None, log_path.read_text()
         page = parse(response.content)
         assert f"http://127.0.0.1:{port}/metrics" in log_path.read_text()
-        for signal_name in ("dlq", "preservation", "audit_chain", "streams"):
+        for signal_name in ("dlq", "preservation", "audit_chain", "streams", "kyc_dead_letters", "outbox"):
             assert page.measured(signal_name) == 1, (signal_name, log_path.read_text())
         assert page.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 3
         assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 2
         assert page.get("orpycamcp_audit_chain_breaks") == 1
+        pending = "orpycamcp_backlog_pending_items"
+        assert page.get(pending, backlog="kyc_dead_letters", group="face_match") == 3  # acme 2 + globex (suspended) 1
+        assert page.get(pending, backlog="kyc_dead_letters", group="doc_processing") == 0  # initech: provisioning
+        assert page.get(pending, backlog="outbox", group="0") == 2
+        assert page.get(pending, backlog="outbox", group="1") == 0
     finally:
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)

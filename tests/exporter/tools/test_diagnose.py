@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from devkit.pgbouncer import pgbouncer_server
+from devkit.servers import PostgresServer
+from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.reference import metrics_table
-from tests.platform import Platform, at
+from tests.platform import EXPORTER_PASSWORD, Platform, at
 
 pytestmark = pytest.mark.anyio
 
@@ -78,7 +83,7 @@ def test_metrics_prints_the_registry_table() -> None:
 def test_a_missing_socket_directory_is_named() -> None:
     done = run("diagnose", "--database-url", "postgresql://u@/db?host=/no/such/dir", "--deadline", "2")
     assert done.returncode == 1
-    assert "no socket at /no/such/dir/.s.PGSQL.5432" in done.stdout
+    assert "socket /no/such/dir/.s.PGSQL.5432: socket directory /no/such/dir does not exist" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
@@ -114,3 +119,111 @@ def test_ipv6_addresses_are_shown_in_brackets() -> None:
     done = run("check-config", "--database-url", "postgresql://u@h/db", "--web.listen-address", "[::1]:9874")
     assert done.returncode == 0
     assert "on [::1]:9874" in done.stdout
+
+
+KYC = """
+backlogs:
+  kyc_dead_letters:
+    help: KYC tasks that exhausted their retries.
+    scope: tenant
+    table: dead_letter_queue
+    pending:
+      status: pending
+    group_by: task_name
+    groups: [face_match, ocr_extraction]
+    oldest: created_at
+"""
+
+
+async def test_a_backlog_value_outside_its_groups_is_named_with_its_tenant(platform: Platform, tmp_path: Path) -> None:
+    for slug in ("acme", "globex"):
+        await platform.add_tenant(slug)
+        await platform.add_dead_letter_queue(slug)
+    await platform.add_dead_letter_task("acme", "face_match", "pending", at("2026-11-01 00:00:00"))
+    await platform.add_dead_letter_task("globex", "billing_sync", "pending", at("2026-11-01 00:00:00"))
+    path = tmp_path / "backlogs.yml"
+    path.write_text(KYC)
+    done = run("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    assert done.returncode == 1
+    assert "ok   dlq" in done.stdout
+    assert "FAIL kyc_dead_letters: not measurable: unregistered_value" in done.stdout
+    assert "first failing tenant: 'globex' (unregistered_value" in done.stdout
+    assert "group='billing_sync'" in done.stdout
+    assert "its `groups`" in done.stdout
+
+
+async def test_a_whole_table_scan_for_a_backlog_is_warned_about(platform: Platform, tmp_path: Path) -> None:
+    for slug in ("acme", "globex"):
+        await platform.add_tenant(slug)
+        await platform.add_dead_letter_queue(slug)
+    # globex's table is the large one: its branch is the one explained.
+    await platform.execute(
+        "INSERT INTO tenant_globex.dead_letter_queue (task_name, status, created_at)"
+        " SELECT 'face_match', CASE WHEN i % 100 = 0 THEN 'pending' ELSE 'reprocessed' END, now()"
+        " FROM generate_series(1, 8000) AS i"
+    )
+    await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
+    path = tmp_path / "backlogs.yml"
+    path.write_text(KYC)
+    args = ("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    done = run(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok   kyc_dead_letters: measurable" in done.stdout
+    assert "warn kyc_dead_letters: the planner reads all of tenant_globex.dead_letter_queue (~8,000 rows" in done.stdout
+    assert 'CREATE INDEX ON "tenant_globex"."dead_letter_queue" ("status", "task_name", "created_at")' in done.stdout
+
+    # With the index it suggests, the plan reads the pending rows only: no warning.
+    await platform.execute("CREATE INDEX ON tenant_globex.dead_letter_queue (status, task_name, created_at)")
+    await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
+    indexed = run(*args)
+    assert indexed.returncode == 0, indexed.stdout + indexed.stderr
+    assert "warn" not in indexed.stdout
+
+
+def test_metrics_shows_the_declared_families_given_a_file() -> None:
+    example = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
+    done = run("metrics", "--backlogs.config-file", str(example))
+    assert done.returncode == 0, done.stderr
+    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row]
+    assert all(row in done.stdout.splitlines() for row in builtin)  # the built-in families, unchanged
+    for backlog in ("kyc_dead_letters", "outbox"):
+        assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
+    assert (
+        "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox |"
+        " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
+    )
+    assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("pooler", "mode", "code", "says"),
+    [
+        (None, "session", 0, "pool mode session: connections keep their server session"),
+        ("session", "session", 0, "pool mode session: connections keep their server session"),
+        ("transaction", "session", 1, "FAIL pool mode session, but a transaction pooler is in front"),
+        ("transaction", "transaction", 0, "pool mode transaction: a transaction pooler is in front"),
+        (None, "transaction", 0, "--database.pool-mode session would plan each batch statement once"),
+    ],
+    ids=[
+        "direct-session",
+        "session-pooler-session",
+        "transaction-pooler-session",
+        "transaction-pooler-transaction",
+        "direct-transaction",
+    ],
+)
+async def test_the_road_is_checked_against_the_pool_mode(
+    platform: Platform, pg_server: PostgresServer, pooler: str | None, mode: str, code: int, says: str
+) -> None:
+    await platform.add_tenant("acme")
+    with contextlib.ExitStack() as stack:
+        url = platform.exporter_url
+        if pooler is not None:
+            bouncer = stack.enter_context(pgbouncer_server(pg_server.port, pooler, {EXPORTER_ROLE: EXPORTER_PASSWORD}))
+            url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
+        done = run("diagnose", "--database-url", url, "--database.pool-mode", mode, "--signals", "dlq,audit_chain")
+    assert done.returncode == code, done.stdout + done.stderr
+    assert says in done.stdout
+    if code == 1:
+        assert "set --database.pool-mode transaction" in done.stdout
+    assert EXPORTER_PASSWORD not in done.stdout + done.stderr

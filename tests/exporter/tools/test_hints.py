@@ -22,3 +22,12 @@ def test_every_typed_error_names_a_reason() -> None:
     assert all(isinstance(error.reason, Reason) for error in errors)
     # Each typed error speaks for one reason of its own.
     assert len({error.reason for error in errors}) == len(errors)
+
+
+def test_a_refused_redis_password_has_a_hint_of_its_own() -> None:
+    from exporter.signals.base import Source
+
+    redis_hint = hint(Reason.AUTHENTICATION_FAILED, Source.REDIS)
+    assert redis_hint != hint(Reason.AUTHENTICATION_FAILED, Source.POSTGRES)
+    assert "--redis-url" in redis_hint
+    assert "--database-url" in hint(Reason.AUTHENTICATION_FAILED)

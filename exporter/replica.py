@@ -1,0 +1,89 @@
+"""The replay lag of the hot standby the exporter reads from: a meta gauge,
+measured apart from the signals so that it can never make one unmeasured.
+
+Measured at most once per TTL, when scraped, by one small statement; absent
+on a primary, and absent for a scrape when it cannot be read in time (the
+signals say why the database cannot be read).
+
+A standby's `now() - pg_last_xact_replay_timestamp()` grows while its
+primary is idle, though nothing is missing. So when a WAL receiver is
+running and has replayed everything it received, the lag is 0; otherwise
+(the standby disconnected from its primary, or replaying WAL from an
+archive) it is the age of the last replayed transaction, which overstates
+the lag of a standby whose primary has been idle. A standby that has
+replayed no transaction since it started, and is not caught up, reports
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.samples import Sample
+from exporter.sources.postgres import Postgres
+from exporter.timeouts import Timeouts
+from registry.families import DATABASE_REPLAY_LAG
+
+log = logging.getLogger("orpycamcp.replica")
+
+REPLAY_LAG_SQL = """
+SELECT CASE
+    WHEN NOT pg_is_in_recovery() THEN NULL
+    WHEN pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn()
+         AND EXISTS (SELECT FROM pg_stat_wal_receiver) THEN 0
+    WHEN pg_last_xact_replay_timestamp() IS NULL THEN NULL
+    ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))
+END::float8 AS lag
+"""
+
+
+class ReplayLag:
+    """The replay lag, cached for the TTL like a signal; never raises."""
+
+    def __init__(self, postgres: Postgres, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.postgres = postgres
+        self.ttl = ttl
+        self.timeouts = timeouts
+        self.clock = clock
+        self._seconds: float | None = None
+        self._at: float | None = None
+        self._in_flight: asyncio.Task[float | None] | None = None
+        self.generation = 0
+
+    def fresh(self) -> bool:
+        return self._at is not None and self.clock.monotonic() - self._at < self.ttl
+
+    def samples(self) -> tuple[Sample, ...]:
+        """The gauge as last read, if it is fresh and the database is a standby."""
+        if not self.fresh() or self._seconds is None:
+            return ()
+        return (Sample(DATABASE_REPLAY_LAG.name, (), self._seconds),)
+
+    async def refresh(self, wait: float) -> None:
+        """Read the lag again if it is older than the TTL, waiting at most `wait` seconds."""
+        if self.fresh():
+            return
+        if self._in_flight is None:
+            self._in_flight = asyncio.create_task(self._read(), name="measure-replay-lag")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._in_flight), timeout=max(wait, 0.0))
+        except TimeoutError:
+            return
+
+    async def _read(self) -> float | None:
+        try:
+            try:
+                async with asyncio.timeout(self.timeouts.deadline):
+                    rows = await self.postgres.fetch(REPLAY_LAG_SQL)
+                lag = rows[0]["lag"]
+                self._seconds = None if lag is None else float(lag)
+            except Exception as exc:  # the signals report what is wrong with the database
+                log.debug("replay lag not read: %s: %s", type(exc).__name__, exc)
+                self._seconds = None
+            self._at = self.clock.monotonic()
+            self.generation += 1
+            return self._seconds
+        finally:
+            self._in_flight = None

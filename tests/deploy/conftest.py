@@ -1,0 +1,41 @@
+"""The image and compose tests: a Docker engine (never a skip), the images
+built once per session, and what they measured reported at the end of the run."""
+
+from __future__ import annotations
+
+import pytest
+
+from devkit import images
+from devkit.docker_engine import DockerEngine
+
+EXPORTER_TAG = "orpycamcp-exporter:test"
+# Filled by the tests, printed by pytest_terminal_summary: sizes, health transitions, stop times.
+REPORT: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if REPORT:
+        terminalreporter.section("image and compose measurements")
+        for line in REPORT:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def server_images(docker_engine: DockerEngine) -> dict[str, str]:
+    """The python, postgres and redis images (built here on Debian bookworm unless official ones are used)."""
+    try:
+        return images.server_images()
+    except images.ImageUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def exporter_image(server_images: dict[str, str]) -> images.BuiltImage:
+    """The project's Dockerfile, built offline from a wheelhouse on the session's python image."""
+    try:
+        built = images.exporter_image(EXPORTER_TAG, server_images["python"])
+    except images.ImageUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    how = f"built in {built.seconds:.1f} s" if built.built else "same recipe already built"
+    REPORT.append(f"image {built.tag} on {server_images['python']}: {built.size_bytes / 1e6:.1f} MB ({how})")
+    return built

@@ -1,0 +1,327 @@
+"""End to end, a sharded platform: two real PostgreSQL clusters holding different
+tenants, one exporter each, a shared Redis, and a real Prometheus that scrapes
+both with a `cluster` target label and evaluates the shipped rules (shortened).
+
+The platform totals equal the sums over both clusters' fixtures; when one
+cluster's database stops, the totals disappear (never a partial sum) while the
+other cluster's series stay, and OrpycamcpPlatformTotalUnknown names the
+cluster; when it is back, the totals return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer, RedisServer, postgres_server
+from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
+from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.stack import Targets, prometheus, query, wait_for
+from tests.platform import Platform, create_platform
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    slug: str
+    event_id: str
+    origin_group: str
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Retry:
+    slug: str
+    artifact_id: str
+    artifact: str
+    phase: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What one cluster's database holds: its own tenants and their rows."""
+
+    cluster: str
+    tenants: tuple[str, ...]
+    dead_letters: tuple[DeadLetter, ...]
+    retries: tuple[Retry, ...]
+
+
+EAST = Shard(
+    "east",
+    ("acme", "globex"),
+    (
+        DeadLetter("acme", "e1", "signature-service", "pending", NOW - timedelta(hours=5)),
+        DeadLetter("acme", "e2", "signature-service", "pending", NOW - timedelta(hours=1)),
+        DeadLetter("globex", "e3", "workflow-service", "pending", NOW - timedelta(hours=2)),
+        DeadLetter("globex", "e4", "workflow-service", "resolved", NOW - timedelta(days=9)),
+    ),
+    (
+        Retry("acme", "d1", "document", "sealing", "exhausted"),
+        Retry("globex", "d2", "document", "sealing", "exhausted"),
+        Retry("globex", "d3", "signature", "fixity", "retrying"),
+    ),
+)
+WEST = Shard(
+    "west",
+    ("initech", "umbrella", "hooli"),
+    (
+        DeadLetter("initech", "w1", "signature-service", "pending", NOW - timedelta(hours=7)),
+        DeadLetter("umbrella", "w2", "notification-service", "pending", NOW - timedelta(minutes=30)),
+        DeadLetter("hooli", "w3", "workflow-service", "discarded", NOW - timedelta(days=3)),
+    ),
+    (
+        Retry("initech", "x1", "document", "sealing", "exhausted"),
+        Retry("umbrella", "x2", "attachment", "transfer", "exhausted"),
+        Retry("hooli", "x3", "attachment", "transfer", "exhausted"),
+    ),
+)
+SHARDS = (EAST, WEST)
+
+
+def pending(shards: tuple[Shard, ...]) -> dict[str, float]:
+    counts = dict.fromkeys(ORIGIN_GROUPS, 0.0)
+    for shard in shards:
+        for letter in shard.dead_letters:
+            if letter.status == "pending":
+                counts[letter.origin_group] += 1
+    return counts
+
+
+def oldest(shards: tuple[Shard, ...]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for shard in shards:
+        for letter in shard.dead_letters:
+            if letter.status == "pending":
+                stamp = letter.created_at.timestamp()
+                found[letter.origin_group] = min(found.get(letter.origin_group, stamp), stamp)
+    return found
+
+
+def exhausted(shards: tuple[Shard, ...]) -> dict[tuple[str, str], float]:
+    counts = {(artifact, phase): 0.0 for artifact in ARTIFACTS for phase in PHASES}
+    for shard in shards:
+        for retry in shard.retries:
+            if retry.status == "exhausted":
+                counts[(retry.artifact, retry.phase)] += 1
+    return counts
+
+
+async def load(platform: Platform, shard: Shard) -> None:
+    for slug in shard.tenants:
+        await platform.add_tenant(slug)
+    for letter in shard.dead_letters:
+        await platform.add_dead_letter(
+            letter.slug, letter.event_id, letter.origin_group, letter.status, letter.created_at
+        )
+    for retry in shard.retries:
+        await platform.add_retry(retry.slug, retry.artifact_id, retry.artifact, retry.phase, retry.status)
+
+
+def load_streams(url: str) -> None:
+    """The platform's one event bus: one message delivered and never acknowledged."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        client.flushall()
+        for stream, group in STREAM_GROUPS:
+            client.xgroup_create(stream, group, id="$", mkstream=True)
+        client.xadd("orpycamcp.document.events", {"event": "document.signed"})
+        client.xreadgroup("signature-service", "worker-1", {"orpycamcp.document.events": ">"})
+    finally:
+        client.close()
+
+
+def by_labels(prom: RunningProcess, expr: str, *labels: str) -> dict[Any, float]:
+    """The instant vector of `expr`, keyed by the values of `labels` (one label: the value itself)."""
+    result: dict[Any, float] = {}
+    for sample in query(prom, expr):
+        key = tuple(sample["metric"].get(label, "") for label in labels)
+        result[key[0] if len(key) == 1 else key] = float(sample["value"][1])
+    return result
+
+
+@dataclass
+class Totals:
+    pending: dict[str, float]
+    oldest: dict[str, float]
+    exhausted: dict[tuple[str, str], float]
+    stream_pending: dict[tuple[str, str], float]
+
+
+def totals(prom: RunningProcess) -> Totals:
+    return Totals(
+        by_labels(prom, "orpycamcp:dlq_pending_events:total", "origin_group"),
+        by_labels(prom, "orpycamcp:dlq_oldest_pending_timestamp_seconds:total", "origin_group"),
+        by_labels(prom, "orpycamcp:preservation_exhausted_artifacts:total", "artifact", "phase"),
+        by_labels(prom, "orpycamcp:stream_pending_messages:total", "stream", "group"),
+    )
+
+
+EXPECTED_STREAM_PENDING = {
+    (stream, group): 1.0 if (stream, group) == ("orpycamcp.document.events", "signature-service") else 0.0
+    for stream, group in STREAM_GROUPS
+}
+
+
+def complete(current: Totals) -> bool:
+    return (
+        current.pending == pending(SHARDS)
+        and current.oldest == oldest(SHARDS)
+        and current.exhausted == exhausted(SHARDS)
+        and current.stream_pending == EXPECTED_STREAM_PENDING
+    )
+
+
+def show(current: Totals) -> str:
+    nonzero = {key: value for key, value in current.exhausted.items() if value}
+    return (
+        f"dlq pending {current.pending}; dlq oldest {current.oldest}; "
+        f"preservation exhausted (non-zero of {len(current.exhausted)}) {nonzero}; "
+        f"stream pending {current.stream_pending}"
+    )
+
+
+def never_partial(prom: RunningProcess, start: float, end: float) -> list[str]:
+    """Every sample a total recorded over the run that differs from the complete sum (none expected)."""
+    wrong: list[str] = []
+    expected: dict[str, dict[Any, float]] = {
+        "orpycamcp:dlq_pending_events:total": dict(pending(SHARDS)),
+        "orpycamcp:dlq_oldest_pending_timestamp_seconds:total": dict(oldest(SHARDS)),
+    }
+    for expr, values in expected.items():
+        params: dict[str, str | float] = {"query": expr, "start": start, "end": end, "step": 1}
+        response = httpx.get(prom.url + "/api/v1/query_range", params=params, timeout=10)
+        response.raise_for_status()
+        for series in response.json()["data"]["result"]:
+            want = values.get(series["metric"]["origin_group"])
+            wrong += [f"{expr} {series['metric']} {v}" for _, v in series["values"] if float(v) != want]
+    return wrong
+
+
+def platform_total_unknown(prom: RunningProcess) -> dict[str, str]:
+    """Firing OrpycamcpPlatformTotalUnknown alerts: signal -> description."""
+    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response.raise_for_status()
+    return {
+        alert["labels"]["signal"]: alert["annotations"]["description"]
+        for alert in response.json()["data"]["alerts"]
+        if alert["labels"]["alertname"] == "OrpycamcpPlatformTotalUnknown" and alert["state"] == "firing"
+    }
+
+
+@dataclass
+class ShardedStack:
+    east: Platform
+    west: Platform
+    west_server: PostgresServer
+    prom: RunningProcess
+
+
+@pytest.fixture
+def sharded(pg_server: PostgresServer, redis: RedisServer, tmp_path: Path) -> Iterator[ShardedStack]:
+    load_streams(redis.url)
+    rules = write_shortened_rules(tmp_path / "rules.yml", for_duration="2s", interval="1s", offset="10s")
+    with postgres_server() as west_server:
+        east = asyncio.run(create_platform(pg_server))
+        west = asyncio.run(create_platform(west_server))
+        asyncio.run(load(east, EAST))
+        asyncio.run(load(west, WEST))
+
+        def args(platform: Platform) -> list[str]:
+            return [
+                "--database-url",
+                platform.exporter_url,
+                "--redis-url",
+                redis.url,
+                "--ttl",
+                "1",
+                "--deadline",
+                "0.8",
+            ]
+
+        with (
+            exporter_process(args(east), tmp_path) as east_exporter,
+            exporter_process(args(west), tmp_path) as west_exporter,
+            prometheus(
+                [
+                    Targets((east_exporter.port,), {"cluster": "east"}),
+                    Targets((west_exporter.port,), {"cluster": "west"}),
+                ],
+                None,
+                rules,
+                tmp_path,
+            ) as prom,
+        ):
+            yield ShardedStack(east, west, west_server, prom)
+
+
+def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> None:
+    prom = sharded.prom
+    started = time.time()
+
+    # 1. Both clusters measured: the totals are the sums (and minima) over both
+    #    clusters' fixtures; the stream total counts the one Redis once.
+    wait_for(lambda: complete(totals(prom)), 60, lambda: (show(totals(prom)), prom.log()[-2000:]))
+    print(f"\nbefore the outage: {show(totals(prom))}")
+    assert by_labels(prom, "orpycamcp:clusters:count", "job") == {"orpycamcp-exporter": 2.0}
+    east_pending = by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="east"}', "origin_group")
+    assert east_pending == pending((EAST,))
+    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="west"}', "origin_group") == pending((WEST,))
+    assert pending((EAST,)) != pending(SHARDS), "the fixtures must make the total differ from one cluster"
+
+    # 2. West's database stops: its exporter answers but cannot measure the
+    #    PostgreSQL signals. The per-cluster totals vanish instead of becoming
+    #    east's values; east's series stay; the streams total stays (Redis is up).
+    sharded.west_server.stop()
+
+    def west_out() -> bool:
+        current = totals(prom)
+        return not current.pending and not current.oldest and not current.exhausted
+
+    wait_for(west_out, 60, lambda: show(totals(prom)))
+    during = totals(prom)
+    print(f"during the outage: {show(during)}")
+    assert during.stream_pending == EXPECTED_STREAM_PENDING
+    measured = by_labels(prom, 'orpycamcp_signal_measured{signal=~"dlq|preservation"}', "cluster", "signal")
+    assert measured == {
+        ("east", "dlq"): 1.0,
+        ("east", "preservation"): 1.0,
+        ("west", "dlq"): 0.0,
+        ("west", "preservation"): 0.0,
+    }
+    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="east"}', "origin_group") == pending((EAST,))
+    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="west"}', "origin_group") == {}
+    assert by_labels(prom, 'orpycamcp:signal_measured_clusters:count{signal="dlq"}', "signal") == {"dlq": 1.0}
+
+    wait_for(
+        lambda: {"dlq", "preservation"} <= set(platform_total_unknown(prom)), 60, lambda: platform_total_unknown(prom)
+    )
+    unknown = platform_total_unknown(prom)
+    print(f"OrpycamcpPlatformTotalUnknown: {unknown}")
+    assert "streams" not in unknown
+    for signal in ("dlq", "preservation"):
+        assert "measured in 1 of 2 clusters" in unknown[signal]
+        assert "No replica up: none." in unknown[signal]
+        assert "Up but not measured: west." in unknown[signal]
+
+    # 3. West is back: the totals return, equal to the sums again.
+    sharded.west_server.start()
+    wait_for(lambda: complete(totals(prom)), 90, lambda: show(totals(prom)))
+    print(f"after the outage: {show(totals(prom))}")
+    wait_for(lambda: not platform_total_unknown(prom), 30, lambda: platform_total_unknown(prom))
+
+    # 4. Over the whole run, at every evaluation, a total was the complete sum or absent: never partial.
+    assert never_partial(prom, started, time.time()) == []

@@ -1,0 +1,208 @@
+"""The backlogs file: the example parses to what it says, and every problem is
+refused at start, naming the backlog and the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exporter.backlogs import Condition, Scope, load_backlogs, parse_backlogs
+from exporter.errors import BacklogConfigError, ConfigError
+from exporter.settings import load
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
+SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
+DB = "postgresql://u:p@h/db"
+
+GOOD = """
+backlogs:
+  kyc:
+    help: KYC dead letters.
+    scope: tenant
+    table: dead_letter_queue
+    pending:
+      status: pending
+    group_by: task_name
+    groups: [face_match, ocr_extraction]
+    oldest: created_at
+"""
+
+
+def test_the_example_declares_both_backlogs() -> None:
+    kyc, outbox = load_backlogs(str(EXAMPLE), SETTING)
+    assert (kyc.name, kyc.scope, kyc.table, kyc.group_by, kyc.oldest) == (
+        "kyc_dead_letters",
+        Scope.TENANT,
+        ("dead_letter_queue",),
+        "task_name",
+        "created_at",
+    )
+    assert kyc.pending == (Condition("status", ("pending",)),)
+    assert kyc.groups == ("face_match", "ocr_extraction", "liveness_detection", "doc_processing")
+    assert (outbox.name, outbox.scope, outbox.table) == ("outbox", Scope.GLOBAL, ("public", "outbox"))
+    assert outbox.pending == (Condition("status", ("PROCESSED",), negated=True),)
+    assert outbox.groups == ("0", "1", "2", "3")  # integers written as numbers become label text
+
+
+def replaced(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new)
+
+
+BAD: list[tuple[str, str, str | None, str | None, str]] = [
+    (
+        "unknown-key",
+        replaced("    oldest: created_at", "    oldest: created_at\n    query: SELECT 1"),
+        "kyc",
+        "query",
+        "unknown key",
+    ),
+    ("builtin-name", replaced("  kyc:", "  dlq:"), "dlq", None, "built-in"),
+    ("bad-name", replaced("  kyc:", "  Kyc-Queue:"), "Kyc-Queue", None, "[a-z]"),
+    ("long-name", replaced("  kyc:", "  " + "k" * 41 + ":"), "k" * 41, None, "at most 40"),
+    (
+        "group-by-without-groups",
+        replaced("    groups: [face_match, ocr_extraction]\n", ""),
+        "kyc",
+        "groups",
+        "required with group_by",
+    ),
+    ("groups-without-group-by", replaced("    group_by: task_name\n", ""), "kyc", "groups", "needs group_by"),
+    (
+        "duplicate-groups",
+        replaced("[face_match, ocr_extraction]", "[face_match, face_match]"),
+        "kyc",
+        "groups",
+        "repeats",
+    ),
+    (
+        "duplicate-groups-as-text",
+        replaced("[face_match, ocr_extraction]", "[1, '1']"),
+        "kyc",
+        "groups",
+        "repeats a group",
+    ),
+    ("missing-help", replaced("    help: KYC dead letters.\n", ""), "kyc", "help", "required"),
+    ("missing-pending", replaced("    pending:\n      status: pending\n", ""), "kyc", "pending", "required"),
+    (
+        "empty-pending",
+        replaced("    pending:\n      status: pending\n", "    pending: {}\n"),
+        "kyc",
+        "pending",
+        "at least one",
+    ),
+    ("bad-scope", replaced("scope: tenant", "scope: cluster"), "kyc", "scope", "tenant or global"),
+    (
+        "table-injection",
+        replaced("table: dead_letter_queue", "table: 'x; DROP TABLE tenants'"),
+        "kyc",
+        "table",
+        "plain",
+    ),
+    ("table-quote", replaced("table: dead_letter_queue", "table: 'x\"y'"), "kyc", "table", "plain"),
+    (
+        "qualified-tenant-table",
+        replaced("table: dead_letter_queue", "table: public.dead_letter_queue"),
+        "kyc",
+        "table",
+        "plain",
+    ),
+    ("global-without-schema", replaced("scope: tenant", "scope: global"), "kyc", "table", "schema.table"),
+    ("column-expression", replaced("group_by: task_name", "group_by: lower(task_name)"), "kyc", "group_by", "plain"),
+    ("oldest-expression", replaced("oldest: created_at", "oldest: 'now() -- '"), "kyc", "oldest", "plain"),
+    (
+        "pending-column",
+        replaced("      status: pending", "      'status = status OR true': pending"),
+        "kyc",
+        "pending.status = status OR true",
+        "plain",
+    ),
+    ("boolean-value", replaced("      status: pending", "      status: yes"), "kyc", "pending.status", "quote it"),
+    ("null-value", replaced("      status: pending", "      status: ~"), "kyc", "pending.status", "quote it"),
+    ("empty-list", replaced("      status: pending", "      status: []"), "kyc", "pending.status", "non-empty list"),
+    (
+        "not-scalar",
+        replaced("      status: pending", "      status: {not: PROCESSED}"),
+        "kyc",
+        "pending.status.not",
+        "non-empty list",
+    ),
+    (
+        "not-other-key",
+        replaced("      status: pending", "      status: {is: [x]}"),
+        "kyc",
+        "pending.status",
+        "{not: [values]}",
+    ),
+    ("not-a-mapping", "backlogs:\n  kyc: [1, 2]\n", "kyc", None, "mapping"),
+    ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only 'backlogs'"),
+    ("no-backlogs", "backlogs: {}\n", None, "backlogs", "each backlog"),
+]
+
+
+@pytest.mark.parametrize(("text", "backlog", "key", "problem"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_every_problem_names_the_backlog_and_the_key(
+    text: str, backlog: str | None, key: str | None, problem: str
+) -> None:
+    with pytest.raises(BacklogConfigError) as caught:
+        parse_backlogs(text, SETTING)
+    assert (caught.value.backlog, caught.value.key) == (backlog, key)
+    assert problem in str(caught.value)
+    assert SETTING in str(caught.value)
+
+
+def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
+    text = GOOD + GOOD.split("backlogs:\n", 1)[1]
+    with pytest.raises(BacklogConfigError, match=r"refused \(line 12\): key 'kyc' is given twice"):
+        parse_backlogs(text, SETTING)
+
+
+def test_invalid_yaml_is_refused() -> None:
+    with pytest.raises(BacklogConfigError, match="not valid YAML"):
+        parse_backlogs("backlogs: [unclosed", SETTING)
+
+
+def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
+    path = tmp_path / "b.yml"
+    path.write_text(GOOD)
+    settings = load({"database_url": DB}, {"ORPYCAMCP_BACKLOGS_FILE": str(path)})
+    assert settings.signals == ("dlq", "preservation", "audit_chain", "kyc")
+    assert [b.name for b in settings.backlogs] == ["kyc"]
+    only = load({"database_url": DB, "backlogs_file": str(path), "signals": "kyc,dlq"}, {})
+    assert only.signals == ("dlq", "kyc")
+    with pytest.raises(ConfigError, match="unknown signal 'kyc'"):
+        load({"database_url": DB, "signals": "kyc"}, {})
+    with pytest.raises(ConfigError, match="need it"):
+        load({"redis_url": "redis://h", "backlogs_file": str(path)}, {})
+    with pytest.raises(BacklogConfigError, match="cannot read"):
+        load({"database_url": DB, "backlogs_file": str(tmp_path / "missing.yml")}, {})
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (replaced("[face_match, ocr_extraction]", "[face_match, face_match]"), "backlog 'kyc', key 'groups'"),
+        (replaced("  kyc:", "  streams:"), "backlog 'streams'"),
+    ],
+)
+def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: str, named: str) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(path))
+    assert done.returncode == 2
+    assert named in done.stderr
+    assert done.stdout == ""
+
+
+def test_check_config_accepts_the_example() -> None:
+    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr
+    assert "signals dlq,preservation,audit_chain,kyc_dead_letters,outbox" in done.stdout
