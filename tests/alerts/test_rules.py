@@ -206,16 +206,17 @@ def record_rule(name: str) -> dict[str, Any]:
 
 def test_no_sum_over_exporter_metrics() -> None:
     """Replicas report the same state: aggregate with max, never sum; only a
-    platform total sums, and only the per-cluster `:max` series."""
+    platform total sums, and only over the replicas' max of a family."""
     for rule in rules():
         expr = str(rule["expr"])
         if not SUM.search(expr):
             continue
         assert str(rule.get("record", "")).endswith(":total"), rule
-        summed = re.findall(r"\bsum\s+by\s*\([^)]*\)\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\)", expr)
+        summed = re.findall(
+            r"\bsum\s+by\s*\([^)]*\)\s*\(\s*max without \(instance\) \(\s*(orpycamcp_[a-z0-9_]+)\{", expr
+        )
         assert summed, rule
         assert len(summed) == len(SUM.findall(expr)), rule
-        assert all(name.startswith("orpycamcp:") and name.endswith(":max") for name in summed), rule
 
 
 def test_no_or_vector_zero() -> None:
@@ -243,9 +244,14 @@ def test_per_cluster_totals_are_gated_on_every_cluster(family: str) -> None:
     """Never a partial sum: the total exists only with every cluster's measurement."""
     operator, labels = PER_CLUSTER_TOTALS[family]
     expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
-    assert expr.startswith(f"{operator} by (job, {labels}) (orpycamcp:{family}:max) and on (job"), expr
-    assert "orpycamcp:signal_complete:count" in expr
-    # The gate compares clusters that measured the signal with every cluster known, up or down.
+    selector = f'orpycamcp_{family}{{job="orpycamcp-exporter"}}'
+    values = f"{operator} by (job, {labels}) (max without (instance) ({selector})) and on (job"
+    assert expr.startswith(values), expr
+    # The gate, in the same expression (one consistent read of the storage):
+    # clusters that measured the signal == every cluster known, up or down.
+    assert "max by (job, cluster" in expr, expr
+    assert 'orpycamcp_signal_measured{job="orpycamcp-exporter"' in expr, expr
+    assert 'count by (job) (count by (job, cluster) (up{job="orpycamcp-exporter"}))' in expr, expr
     complete = squeeze(record_rule("orpycamcp:signal_complete:count")["expr"])
     assert complete == "orpycamcp:signal_measured_clusters:count == on (job) group_left orpycamcp:clusters:count"
     known = squeeze(record_rule("orpycamcp:clusters:count")["expr"])
