@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from exporter.tools.throwaway import ServerUnavailable, free_port, wait_for_port
+from exporter.tools.throwaway import ServerUnavailable, end_process, free_port, wait_for_port, wait_port_free
 
 ADMIN_USER = "bouncer_admin"
 POOL_MODES = ("session", "transaction")
@@ -126,15 +125,8 @@ class LocalPgBouncer:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        process.send_signal(mode)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        end = time.monotonic() + 10
-        while time.monotonic() < end and wait_for_port(self.port, 0.05):
-            time.sleep(0.1)
+        end_process(process, mode, timeout=15)
+        wait_port_free(self.port)
 
     def restart(self) -> None:
         self.stop()

@@ -19,13 +19,13 @@ from pathlib import Path
 import asyncpg
 
 from devkit.servers import LocalPostgres, ServerUnavailable, free_port
-from exporter.tools.throwaway import _unprivileged_user
+from exporter.tools.throwaway import unprivileged_user
 
 
 def start_standby(primary: LocalPostgres) -> LocalPostgres:
     """A hot standby of `primary`, streaming from it, accepting read-only sessions."""
     base = Path(tempfile.mkdtemp(prefix="orpycamcp-standby-"))
-    user = _unprivileged_user()
+    user = unprivileged_user()
     run_as: dict[str, int] = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid}
     if user is not None:
         os.chown(base, user.pw_uid, user.pw_gid)

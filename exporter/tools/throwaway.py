@@ -47,6 +47,25 @@ def wait_for_port(port: int, timeout: float, process: subprocess.Popen[bytes] | 
     return False
 
 
+def end_process(process: subprocess.Popen[bytes] | None, mode: signal.Signals, timeout: float) -> None:
+    """Send `mode` to a server process and wait `timeout` s for it to exit, then kill it."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(mode)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_port_free(port: int, timeout: float = 10.0) -> None:
+    """Wait (at most `timeout` s) until nothing accepts on `port` any more."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and wait_for_port(port, 0.05):
+        time.sleep(0.1)
+
+
 def postgres_bindir() -> Path:
     """Where initdb and postgres live: $PG_BINDIR, else the newest Debian install, else PATH."""
     candidates = [os.environ.get("PG_BINDIR", "")]
@@ -60,7 +79,7 @@ def postgres_bindir() -> Path:
     raise ServerUnavailable("PostgreSQL", "initdb/postgres not found (apt-get install postgresql, or set PG_BINDIR)")
 
 
-def _unprivileged_user() -> pwd.struct_passwd | None:
+def unprivileged_user() -> pwd.struct_passwd | None:
     """PostgreSQL refuses to run as root: run it as the postgres (or nobody) user then."""
     if os.geteuid() != 0:
         return None
@@ -90,14 +109,14 @@ class LocalPostgres:
         return f"postgresql://{user}:{secret}@127.0.0.1:{self.port}/{database}"
 
     def _run_as(self) -> dict[str, int]:
-        user = _unprivileged_user()
+        user = unprivileged_user()
         return {} if user is None else {"user": user.pw_uid, "group": user.pw_gid}
 
     def init(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
         pwfile = self.base / "pwfile"
         pwfile.write_text(self.password + "\n")
-        user = _unprivileged_user()
+        user = unprivileged_user()
         if user is not None:
             for path in (self.base, pwfile):
                 os.chown(path, user.pw_uid, user.pw_gid)
@@ -163,19 +182,10 @@ class LocalPostgres:
     def stop(self, mode: signal.Signals = signal.SIGINT) -> None:
         """SIGINT: fast shutdown; SIGKILL: a crash."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(mode)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if mode == signal.SIGKILL:
+        end_process(process, mode, timeout=30)
+        if process is not None and mode == signal.SIGKILL:
             # Children of a killed postmaster exit on their own; wait for the port to free up.
-            end = time.monotonic() + 10
-            while time.monotonic() < end and wait_for_port(self.port, 0.05):
-                time.sleep(0.1)
+            wait_port_free(self.port)
 
     def remove(self) -> None:
         self.stop()
@@ -240,14 +250,7 @@ class LocalRedis:
 
     def stop(self, mode: signal.Signals = signal.SIGTERM) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(mode)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end_process(process, mode, timeout=15)
 
     def remove(self) -> None:
         self.stop()

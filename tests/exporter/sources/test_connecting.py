@@ -22,7 +22,7 @@ import trustme
 
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from exporter.tools.demo import EXPORTER_ROLE
-from exporter.tools.throwaway import _unprivileged_user
+from exporter.tools.throwaway import unprivileged_user
 from tests.faults.kit import capture, reasons
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import make_exporter, scrape
@@ -50,7 +50,7 @@ class TlsServer:
 
 
 def _owned_by_server(path: Path) -> None:
-    user = _unprivileged_user()
+    user = unprivileged_user()
     if user is not None:
         os.chown(path, user.pw_uid, user.pw_gid)
     path.chmod(stat.S_IRUSR | stat.S_IWUSR)
