@@ -38,6 +38,12 @@ class Reason(StrEnum):
     TRANSACTION_POOLER = "transaction_pooler"
     # Redis
     MISSING_GROUP = "missing_group"
+    CLUSTER_REDIRECT = "cluster_redirect"
+    CLUSTER_DOWN = "cluster_down"
+    READ_ONLY_REPLICA = "read_only_replica"
+    SERVER_LOADING = "server_loading"
+    MASTER_DOWN = "master_down"
+    UNKNOWN_SENTINEL_SERVICE = "unknown_sentinel_service"
     REDIS_ERROR = "redis_error"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"
@@ -178,7 +184,14 @@ class DatabaseUnreachable(Exception):
         super().__init__(f"no host gave a session{kind}: {tried}")
 
 
-class SessionNotKept(Exception):
+class SourceError(Exception):
+    """A source could not serve a measurement, for a reason it knows: raised where the
+    client's own exception is caught, so that nothing downstream parses a server's words."""
+
+    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
+
+
+class SessionNotKept(SourceError):
     """In session pool mode, a connection's server session did not last from one
     of its transactions to the next: a transaction pooler is on the road."""
 
@@ -191,3 +204,108 @@ class SessionNotKept(Exception):
             " a transaction pooler is in front of the database; set --database.pool-mode transaction"
             " (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
         )
+
+
+class InvalidRedisUrl(ConfigError):
+    """The Redis URL asks for something the exporter refuses; names the parameter when
+    one is at fault, never its value when that may be a secret, never the password."""
+
+    def __init__(self, setting: str, shown_url: str, problem: str, parameter: str | None = None) -> None:
+        self.shown_url = shown_url
+        self.parameter = parameter
+        super().__init__(setting, f"{shown_url}: {problem}")
+
+
+class RedisPermissionDenied(SourceError):
+    """NOPERM: the ACL user may not run a command, or not on a key."""
+
+    reason = Reason.PERMISSION_DENIED
+
+    def __init__(self, command: str, key: str | None, server_message: str) -> None:
+        self.command = command
+        self.key = key
+        self.server_message = server_message
+        on = f" on key {key!r}" if key is not None else ""
+        super().__init__(f"Redis refused {command}{on} to the exporter's ACL user: NOPERM {server_message}")
+
+
+class RedisGroupMissing(SourceError):
+    """NOGROUP: a consumer group the registry declares does not exist on its stream."""
+
+    reason = Reason.MISSING_GROUP
+
+    def __init__(self, stream: str, group: str) -> None:
+        self.stream = stream
+        self.group = group
+        super().__init__(f"stream {stream!r} has no consumer group {group!r} (or the stream does not exist)")
+
+
+class RedisClusterRedirect(SourceError):
+    """MOVED or ASK on a client that does not follow them: the URL names one node of a cluster."""
+
+    reason = Reason.CLUSTER_REDIRECT
+
+    def __init__(self, key: str | None, slot: int, node: str) -> None:
+        self.key = key
+        self.slot = slot
+        self.node = node
+        which = f"key {key!r}" if key is not None else "a key"
+        super().__init__(
+            f"the server is a node of a Redis Cluster: {which} (slot {slot}) is served by {node};"
+            " use a redis+cluster:// URL (rediss+cluster:// with TLS)"
+        )
+
+
+# Redis's error codes for a server that cannot serve now, and the reason each is.
+UNAVAILABLE_CODES: dict[str, Reason] = {
+    "CLUSTERDOWN": Reason.CLUSTER_DOWN,
+    "READONLY": Reason.READ_ONLY_REPLICA,
+    "LOADING": Reason.SERVER_LOADING,
+    "MASTERDOWN": Reason.MASTER_DOWN,
+}
+
+
+class RedisUnavailable(SourceError):
+    """The server answered with a state in which it cannot serve the read (see UNAVAILABLE_CODES)."""
+
+    def __init__(self, code: str, server_message: str) -> None:
+        self.code = code
+        self.server_message = server_message
+        self.reason = UNAVAILABLE_CODES[code]
+        super().__init__(f"Redis answered {code} {server_message}")
+
+
+class SentinelServiceUnknown(SourceError):
+    """The sentinels answered, and none of them monitors the URL's service name."""
+
+    reason = Reason.UNKNOWN_SENTINEL_SERVICE
+
+    def __init__(self, service: str, known: Sequence[str]) -> None:
+        self.service = service
+        self.known = tuple(known)
+        names = ", ".join(repr(name) for name in self.known) or "none"
+        super().__init__(f"no sentinel monitors a service named {service!r} (they monitor: {names})")
+
+
+class SentinelNoMaster(SourceError):
+    """The sentinels monitor the service but name no master up: down, or a failover in progress."""
+
+    reason = Reason.MASTER_DOWN
+
+    def __init__(self, service: str, states: Sequence[str]) -> None:
+        self.service = service
+        self.states = tuple(states)
+        seen = "; ".join(self.states) or "no sentinel answered with a state"
+        super().__init__(f"the sentinels name no master up for service {service!r} ({seen})")
+
+
+class SentinelsUnreachable(SourceError):
+    """No sentinel of the URL answered; says, sentinel by sentinel, why."""
+
+    reason = Reason.CONNECTION_ERROR
+
+    def __init__(self, service: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.service = service
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{node}: {problem}" for node, problem in self.attempts) or "no sentinel was tried"
+        super().__init__(f"no sentinel answered for service {service!r}: {tried}")

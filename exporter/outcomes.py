@@ -10,7 +10,7 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
+from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SourceError
 from exporter.samples import Sample
 from exporter.sources.dsn import InvalidDatabaseUrl
 
@@ -62,7 +62,7 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
-    if isinstance(exc, SessionNotKept):
+    if isinstance(exc, SourceError):
         return Failure(exc.reason, str(exc))
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
         return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")
@@ -80,8 +80,7 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         # Before ConnectionError: redis-py makes a refused AUTH a kind of connection error.
         return Failure(Reason.AUTHENTICATION_FAILED, f"Redis: {exc}")
     if isinstance(exc, redis.exceptions.ResponseError):
-        if str(exc).startswith("NOGROUP"):
-            return Failure(Reason.MISSING_GROUP, str(exc))
+        # The Redis source translates the codes it knows (exporter.sources.redis_errors).
         return Failure(Reason.REDIS_ERROR, str(exc))
     if isinstance(exc, socket.gaierror):
         return Failure(Reason.CONNECTION_ERROR, f"cannot resolve the host: {exc.strerror}")

@@ -64,7 +64,7 @@ def build_sources(settings: Settings) -> Sources:
             timeouts,
         )
     if settings.redis_url is not None:
-        redis = RedisStreams(RedisSettings(url=settings.redis_url), timeouts)
+        redis = RedisStreams(RedisSettings(url=settings.redis_url, tls=settings.redis_tls), timeouts)
     return Sources(postgres=postgres, redis=redis)
 
 

@@ -4,7 +4,6 @@ validated in one place before anything starts."""
 from __future__ import annotations
 
 import math
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,8 @@ from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
 from exporter.sources import dsn
 from exporter.sources.postgres import PoolMode
+from exporter.sources.redis_tls import NO_TLS, RedisTls, TlsFileError, load_tls
+from exporter.sources.redis_url import parse_redis_url
 
 DEFAULT_PORT = 9874
 
@@ -61,7 +62,8 @@ OPTIONS: tuple[Option, ...] = (
         "--redis-url",
         "REDIS_URL",
         None,
-        "Redis URL (redis:// or rediss://); enables the streams signal",
+        "Redis URL: redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// (TLS: rediss+...);"
+        " enables the streams signal (see Connecting)",
         "URL",
     ),
     Option(
@@ -71,6 +73,38 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "file holding the Redis URL (a mounted secret); instead of --redis-url",
         "FILE",
+    ),
+    Option(
+        "redis_tls_ca_file",
+        "--redis.tls-ca-file",
+        "ORPYCAMCP_REDIS_TLS_CA_FILE",
+        None,
+        "PEM file of the CA that signed the Redis servers' certificates (default: the system's CAs); read at start",
+        "FILE",
+    ),
+    Option(
+        "redis_tls_cert_file",
+        "--redis.tls-cert-file",
+        "ORPYCAMCP_REDIS_TLS_CERT_FILE",
+        None,
+        "PEM client certificate, for Redis servers that require one (tls-auth-clients yes); read at start",
+        "FILE",
+    ),
+    Option(
+        "redis_tls_key_file",
+        "--redis.tls-key-file",
+        "ORPYCAMCP_REDIS_TLS_KEY_FILE",
+        None,
+        "PEM private key of the client certificate, unencrypted, when not in the certificate's file",
+        "FILE",
+    ),
+    Option(
+        "redis_tls_skip_verify",
+        "--redis.tls-insecure-skip-verify",
+        "ORPYCAMCP_REDIS_TLS_INSECURE_SKIP_VERIFY",
+        "false",
+        "true: accept any Redis server certificate and host name (logged as a warning at start)",
+        "BOOL",
     ),
     Option(
         "signals",
@@ -200,6 +234,7 @@ class Settings:
     http_max_connections: int | None = None
     head_timeout: float = 5.0
     backlogs: tuple[Backlog, ...] = ()
+    redis_tls: RedisTls = NO_TLS
 
 
 def describe(name: str) -> str:
@@ -252,21 +287,38 @@ def _listen(raw: str) -> tuple[str, int]:
     return (host or "0.0.0.0", number)
 
 
-def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
+def _redis_url(raw: str | None) -> str | None:
+    """The Redis URL if the exporter can use it: every part known (exporter.sources.redis_url)."""
     if raw is None or raw == "":
         return None
-    unencoded = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
-    if ambiguous_authority(raw):
-        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {unencoded}")
-    try:
-        parts = urllib.parse.urlsplit(raw)
-        parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError:
-        # The parser's own words may quote part of the password: not repeated.
-        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL (a bad port?): {unencoded}") from None
-    if parts.scheme not in schemes:
-        raise ConfigError(describe(name), f"{redact_url(raw)}: scheme must be one of {', '.join(schemes)}")
+    parse_redis_url(raw, describe("redis_url"))
     return raw
+
+
+def _flag(name: str, raw: str) -> bool:
+    return _choice(name, raw, ("true", "false", "1", "0", "yes", "no")) in ("true", "1", "yes")
+
+
+def _redis_tls(raw: Callable[[str], str | None], redis_url: str | None) -> RedisTls:
+    """The TLS flags, their files read and parsed now; only with a TLS URL."""
+    tls = RedisTls(
+        ca_file=raw("redis_tls_ca_file") or None,
+        cert_file=raw("redis_tls_cert_file") or None,
+        key_file=raw("redis_tls_key_file") or None,
+        skip_verify=_flag("redis_tls_skip_verify", raw("redis_tls_skip_verify") or "false"),
+    )
+    if not tls.given:
+        return tls
+    names = {"ca_file": "redis_tls_ca_file", "cert_file": "redis_tls_cert_file", "key_file": "redis_tls_key_file"}
+    given = next(name for field, name in names.items() if getattr(tls, field)) if not tls.skip_verify else None
+    if redis_url is None or not parse_redis_url(redis_url).tls:
+        flag = given or "redis_tls_skip_verify"
+        raise ConfigError(describe(flag), "TLS to Redis needs a rediss:// URL (rediss+sentinel://, rediss+cluster://)")
+    try:
+        load_tls(tls)
+    except TlsFileError as exc:
+        raise ConfigError(describe(names[exc.which]), str(exc)) from None
+    return tls
 
 
 def _database_url(raw: str | None, env: Mapping[str, str]) -> str | None:
@@ -365,7 +417,8 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         raise ConfigError(describe("deadline"), f"must be below the TTL ({deadline:g} >= {ttl:g})")
     host, port = _listen(required("listen_address"))
     database_url = _database_url(_url_or_file("database_url", "database_url_file", raw), env)
-    redis_url = _url("redis_url", _url_or_file("redis_url", "redis_url_file", raw), ("redis", "rediss", "unix"))
+    redis_url = _redis_url(_url_or_file("redis_url", "redis_url_file", raw))
+    redis_tls = _redis_tls(raw, redis_url)
     idle_raw = raw("idle_close")
     http_cap_raw = raw("http_max_connections")
     backlogs_file = raw("backlogs_file")
@@ -389,4 +442,5 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
         head_timeout=_seconds("head_timeout", required("head_timeout")),
         backlogs=backlogs,
+        redis_tls=redis_tls,
     )

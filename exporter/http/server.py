@@ -104,6 +104,11 @@ def serve(settings: Settings, web: WebConfig, listener: socket.socket | None = N
         book.cap,
         settings.head_timeout,
     )
+    if settings.redis_tls.skip_verify:
+        log.warning(
+            "TLS to Redis accepts any certificate and host name (--redis.tls-insecure-skip-verify):"
+            " a server impersonating Redis would be read as Redis"
+        )
     # uvicorn handles SIGINT/SIGTERM itself (in-flight requests finish, then the
     # lifespan closes the pool) and re-raises the signal once done: make that
     # re-raise a no-op so a requested shutdown exits 0.

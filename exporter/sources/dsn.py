@@ -184,7 +184,7 @@ def _asyncpg_parse(url: str) -> tuple[list[Any], Any]:
 def _secrets(url: str, pairs: list[tuple[str, str, str]]) -> list[str]:
     """Every string that might be the password, however the URL was mis-encoded."""
     rest = url.split("//", 1)[-1]
-    candidates = [value for _raw, key, value in pairs if key in ("password", "sslpassword")]
+    candidates = [value for _raw, key, value in pairs if key in ("password", "sslpassword", "sentinel_password")]
     last_at = rest.rfind("@")
     if last_at >= 0:
         userinfo = rest[:last_at]
@@ -330,7 +330,7 @@ def redact(url: str) -> str:
         hidden = []
         for pair in query.split("&"):
             key, eq, _value = pair.partition("=")
-            secret = urllib.parse.unquote_plus(key).lower() in ("password", "sslpassword")
+            secret = urllib.parse.unquote_plus(key).lower() in ("password", "sslpassword", "sentinel_password")
             hidden.append(f"{key}=***" if eq and secret else pair)
         rest = f"{head}?{'&'.join(hidden)}{hash_mark}{fragment}"
     return f"{scheme}://{rest}"

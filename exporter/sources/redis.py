@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import redis.asyncio
 import redis.exceptions
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
+from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
+from exporter.sources.redis_errors import translated
+from exporter.sources.redis_tls import NO_TLS, RedisTls
+from exporter.sources.redis_url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
 
 
@@ -21,6 +22,11 @@ from exporter.timeouts import Timeouts
 class RedisSettings:
     url: str
     client_name: str = "orpycamcp-exporter"
+    tls: RedisTls = NO_TLS
+
+    @property
+    def target(self) -> RedisTarget:
+        return parse_redis_url(self.url)
 
 
 @dataclass(frozen=True)
@@ -38,44 +44,50 @@ class RedisStreams:
     def __init__(self, settings: RedisSettings, timeouts: Timeouts) -> None:
         self.settings = settings
         self.timeouts = timeouts
-        self._client: redis.asyncio.Redis | None = None
+        self._road: RedisRoad | None = None
 
-    def _get_client(self) -> redis.asyncio.Redis:
-        if self._client is None:
-            self._client = redis.asyncio.Redis.from_url(
-                self.settings.url,
-                socket_timeout=self.timeouts.deadline,
-                socket_connect_timeout=self.timeouts.connect,
-                # Never retried: a failure is reported, and the next measurement tries again.
-                retry=Retry(NoBackoff(), 0),
-                # RESP2: under RESP3, recent clients turn maintenance notifications on, which
-                # skips the check that replaces a pooled connection the server has closed; a
-                # Redis restart between two measurements would then fail the next one.
-                protocol=2,
-                decode_responses=True,
-                client_name=self.settings.client_name,
-            )
-        return self._client
+    def _get_road(self) -> RedisRoad:
+        if self._road is None:
+            self._road = build_road(self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts)
+        return self._road
+
+    def _get_client(self) -> RedisClient:
+        return self._get_road().client
 
     async def read(self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> StreamsReading:
+        try:
+            return await self._read(groups, deadletter_streams)
+        except redis.exceptions.RedisError as exc:
+            typed = translated(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
+
+    async def _read(self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> StreamsReading:
+        await self._get_road().before_read()
+        # What each reply answers, to name the command and key of a refusal.
+        calls: list[tuple[str, str, str | None]] = []
         async with self._get_client().pipeline(transaction=False) as pipe:
             for stream, group in groups:
                 pipe.xpending(stream, group)
+                calls.append(("XPENDING", stream, group))
             for stream in deadletter_streams:
                 pipe.xlen(stream)
                 pipe.xrange(stream, count=1)
+                calls += [("XLEN", stream, None), ("XRANGE", stream, None)]
             # Errors come back in place rather than raised: raising would first
             # rewrite the message ("Command # 1 (...) of pipeline caused error:
             # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, ...).
             replies = await pipe.execute(raise_on_error=False)
-        for reply in replies:
+        for reply, (command, key, group_of_call) in zip(replies, calls, strict=True):
             if isinstance(reply, redis.exceptions.ResponseError):
-                raise reply
+                typed = translated(reply, command, key, group_of_call)
+                raise typed from (None if typed is reply else reply)
         pending = tuple(replies[: len(groups)])
         rest = replies[len(groups) :]
         return StreamsReading(pending=pending, lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]))
 
     async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        if self._road is not None:
+            road, self._road = self._road, None
+            await road.aclose()

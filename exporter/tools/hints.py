@@ -44,14 +44,42 @@ HINTS: dict[Reason, str] = {
     " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
     " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
-    Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
+    Reason.CLUSTER_REDIRECT: "the Redis URL names one node of a Redis Cluster, which redirects (MOVED, ASK) the keys"
+    " it does not own: use redis+cluster://HOST:PORT[,HOST:PORT...] (rediss+cluster:// with TLS)",
+    Reason.CLUSTER_DOWN: "the Redis Cluster does not serve every slot (CLUSTERDOWN): CLUSTER INFO on a node shows"
+    " cluster_state, CLUSTER NODES the failed masters; it is measured again once every slot is served",
+    Reason.READ_ONLY_REPLICA: "the server read is a replica and refused a command as read-only (READONLY): point"
+    " the URL at the master, or at the sentinels (redis+sentinel://SENTINEL/SERVICE) to follow failovers",
+    Reason.SERVER_LOADING: "Redis is loading its dataset into memory after a restart (LOADING): it is measured"
+    " again once loaded; INFO persistence shows the progress",
+    Reason.MASTER_DOWN: "no master is up: a replica whose link to its master is down (MASTERDOWN), or sentinels"
+    " seeing the master down, a failover in progress (SENTINEL MASTERS, SENTINEL CKQUORUM <service> on a"
+    " sentinel); it is measured again once a master serves",
+    Reason.UNKNOWN_SENTINEL_SERVICE: "the sentinels monitor no service of the URL's name: compare"
+    " redis+sentinel://HOST:PORT/SERVICE_NAME with SENTINEL MASTERS on a sentinel (the detail lists the names"
+    " they monitor)",
+    Reason.REDIS_ERROR: "Redis refused a command: see the error code in the detail (WRONGTYPE: check the key's"
+    " type with TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
 }
 
+# The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
+REDIS_ACL = (
+    "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
+    " -@all +xpending +xlen +xrange +client|setname"
+)
+
 # Where the same reason means something else on Redis.
 REDIS_HINTS: dict[Reason, str] = {
+    Reason.TIMEOUT: "Redis did not answer within --deadline: look at SLOWLOG GET and the latency"
+    " (redis-cli --latency), or raise the deadline (below the TTL)",
+    Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
+    f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
     " in --redis-url (or its file) against the server's requirepass or ACL",
+    Reason.CONNECTION_ERROR: "check host, port and that Redis accepts connections from here (bind,"
+    " protected-mode; TLS: a rediss:// URL and the --redis.tls-* flags); with Sentinel the detail names each"
+    " sentinel and what went wrong",
 }
 
 _missing = [reason.value for reason in Reason if reason not in HINTS]

@@ -8,7 +8,14 @@ import asyncpg
 import pytest
 import redis.exceptions
 
-from exporter.errors import ContractViolation, SessionNotKept
+from exporter.errors import (
+    ContractViolation,
+    RedisGroupMissing,
+    RedisPermissionDenied,
+    RedisUnavailable,
+    SentinelServiceUnknown,
+    SessionNotKept,
+)
 from exporter.outcomes import classify
 
 
@@ -38,7 +45,10 @@ from exporter.outcomes import classify
         ),
         (ConnectionRefusedError(111, "refused"), "connection_error"),
         (socket.gaierror(-2, "Name or service not known"), "connection_error"),
-        (redis.exceptions.ResponseError("NOGROUP No such key"), "missing_group"),
+        (RedisGroupMissing("s", "g"), "missing_group"),
+        (RedisPermissionDenied("XLEN", "s", "this user has no permissions"), "permission_denied"),
+        (RedisUnavailable("LOADING", "Redis is loading the dataset in memory"), "server_loading"),
+        (SentinelServiceUnknown("nosuch", ["mymaster"]), "unknown_sentinel_service"),
         (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
         (redis.exceptions.ConnectionError("refused"), "connection_error"),
         (ExceptionGroup("batches", [asyncpg.exceptions.UndefinedTableError("x")]), "missing_table"),

@@ -1,0 +1,144 @@
+"""The redis-py client for each road a Redis URL can take (exporter.sources.redis_url).
+
+Every client is built with the same options: the exporter's timeouts, no
+retry (the cache's TTL is the retry), RESP2, decoded replies, the exporter's
+client name, and the TLS flags when the URL asks for TLS. None connects here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio
+import redis.exceptions
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.backoff import NoBackoff
+
+from exporter.errors import SentinelNoMaster, SentinelServiceUnknown, SentinelsUnreachable
+from exporter.sources.redis_tls import RedisTls
+from exporter.sources.redis_url import RedisKind, RedisTarget
+from exporter.timeouts import Timeouts
+
+RedisClient = redis.asyncio.Redis | RedisCluster
+
+
+def connection_options(client_name: str, timeouts: Timeouts, tls: RedisTls | None) -> dict[str, Any]:
+    """The options of every connection the exporter opens to a Redis server or sentinel."""
+    options: dict[str, Any] = {
+        "socket_timeout": timeouts.deadline,
+        "socket_connect_timeout": timeouts.connect,
+        # Never retried: a failure is reported, and the next measurement tries again.
+        "retry": Retry(NoBackoff(), 0),
+        # RESP2: under RESP3, recent clients turn maintenance notifications on, which
+        # skips the check that replaces a pooled connection the server has closed; a
+        # Redis restart between two measurements would then fail the next one.
+        "protocol": 2,
+        "decode_responses": True,
+        "client_name": client_name,
+    }
+    if tls is not None:
+        options.update(ssl=True, **tls.client_options())
+    return options
+
+
+@dataclass
+class SentinelRoad:
+    """The sentinels of a redis+sentinel:// URL and the client of the master they name."""
+
+    sentinel: Sentinel
+    service: str
+    master: redis.asyncio.Redis
+
+    async def follow_master(self) -> None:
+        """Ask the sentinels which server is the master now. When it changed, the
+        pool drops its idle connections, so the next command reaches the new one:
+        a demoted master is never read as if it were still the master."""
+        pool = self.master.connection_pool
+        assert isinstance(pool, SentinelConnectionPool)
+        try:
+            await pool.get_master_address()  # type: ignore[no-untyped-call]
+        except redis.exceptions.ConnectionError as exc:  # MasterNotFoundError among them
+            raise await self.why_no_master() from exc
+
+    async def why_no_master(self) -> Exception:
+        """What the sentinels say about the service, once no master was found."""
+        attempts: list[tuple[str, str]] = []
+        known: set[str] = set()
+        states: list[str] = []
+        for node in self.sentinel.sentinels:
+            kwargs = node.connection_pool.connection_kwargs
+            where = f"sentinel {kwargs.get('host')}:{kwargs.get('port')}"
+            try:
+                reply = await node.sentinel_masters()
+            except redis.exceptions.RedisError as exc:
+                attempts.append((where, f"{type(exc).__name__}: {exc}"))
+                continue
+            # A dict by service name under RESP2, which the exporter speaks.
+            masters: dict[str, dict[str, Any]] = reply if isinstance(reply, dict) else {}
+            known.update(masters)
+            state = masters.get(self.service)
+            if state is not None:
+                states.append(f"{where} sees {state.get('ip')}:{state.get('port')} as {state.get('flags')}")
+        if states:
+            return SentinelNoMaster(self.service, states)
+        if known or len(attempts) < len(self.sentinel.sentinels):
+            return SentinelServiceUnknown(self.service, sorted(known))
+        return SentinelsUnreachable(self.service, attempts)
+
+    async def aclose(self) -> None:
+        try:
+            await self.master.aclose()
+        finally:
+            await self.sentinel.aclose()
+
+
+@dataclass
+class RedisRoad:
+    """The client the source reads through, and what must happen around it."""
+
+    client: RedisClient
+    sentinels: SentinelRoad | None = None
+
+    async def before_read(self) -> None:
+        if self.sentinels is not None:
+            await self.sentinels.follow_master()
+
+    async def aclose(self) -> None:
+        if self.sentinels is not None:
+            await self.sentinels.aclose()
+        else:
+            await self.client.aclose()
+
+
+def build_road(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: Timeouts) -> RedisRoad:
+    """The client for `target`; it connects at its first command."""
+    options = connection_options(client_name, timeouts, tls if target.tls else None)
+    credentials: dict[str, Any] = {"username": target.username, "password": target.password}
+    if target.kind is RedisKind.SENTINEL:
+        assert target.service_name is not None  # the URL parser requires it
+        sentinel_options = {
+            **options,
+            "username": target.sentinel_username,
+            "password": target.sentinel_password,
+        }
+        sentinel = Sentinel(list(target.nodes), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+        master = sentinel.master_for(target.service_name, db=target.db, **credentials, **options)
+        return RedisRoad(master, SentinelRoad(sentinel, target.service_name, master))
+    if target.kind is RedisKind.CLUSTER:
+        retry = options.pop("retry")
+        cluster = RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
+            retry=retry,
+            **credentials,
+            **options,
+        )
+        return RedisRoad(cluster)
+    if target.socket_path is not None:
+        return RedisRoad(
+            redis.asyncio.Redis(unix_socket_path=target.socket_path, db=target.db, **credentials, **options)
+        )
+    ((host, port),) = target.nodes
+    return RedisRoad(redis.asyncio.Redis(host=host, port=port, db=target.db, **credentials, **options))

@@ -1,0 +1,31 @@
+"""redis-py's exceptions, translated where the Redis source catches them into the
+exporter's typed errors (exporter.errors), each carrying its reason: nothing
+downstream reads a Redis error string."""
+
+from __future__ import annotations
+
+import redis.exceptions
+
+from exporter.errors import (
+    UNAVAILABLE_CODES,
+    RedisClusterRedirect,
+    RedisGroupMissing,
+    RedisPermissionDenied,
+    RedisUnavailable,
+)
+
+
+def translated(
+    exc: BaseException, command: str | None = None, key: str | None = None, group: str | None = None
+) -> BaseException:
+    """The typed error for `exc`, raised by `command` on `key` when known; `exc` itself
+    when the exporter has nothing to add (timeouts, refused connections, ...)."""
+    if isinstance(exc, redis.exceptions.NoPermissionError):
+        return RedisPermissionDenied(command or "a command", key, str(exc))
+    if isinstance(exc, redis.exceptions.AskError):  # MOVED is a kind of ASK
+        return RedisClusterRedirect(key, exc.slot_id, f"{exc.host}:{exc.port}")
+    if isinstance(exc, redis.exceptions.RedisError) and exc.status_code in UNAVAILABLE_CODES:
+        return RedisUnavailable(exc.status_code, str(exc))
+    if isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith("NOGROUP") and key and group:
+        return RedisGroupMissing(key, group)
+    return exc
