@@ -309,3 +309,9 @@ class SentinelsUnreachable(SourceError):
         self.attempts = tuple(attempts)
         tried = "; ".join(f"{node}: {problem}" for node, problem in self.attempts) or "no sentinel was tried"
         super().__init__(f"no sentinel answered for service {service!r}: {tried}")
+
+
+class SentinelsRefusedCredentials(SentinelsUnreachable):
+    """Every sentinel refused the exporter's credentials for them (?sentinel_username=, ?sentinel_password=)."""
+
+    reason = Reason.AUTHENTICATION_FAILED

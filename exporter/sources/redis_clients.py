@@ -17,7 +17,7 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 
-from exporter.errors import SentinelNoMaster, SentinelServiceUnknown, SentinelsUnreachable
+from exporter.errors import SentinelNoMaster, SentinelServiceUnknown, SentinelsRefusedCredentials, SentinelsUnreachable
 from exporter.sources.redis_tls import RedisTls
 from exporter.sources.redis_url import RedisKind, RedisTarget
 from exporter.timeouts import Timeouts
@@ -66,6 +66,7 @@ class SentinelRoad:
     async def why_no_master(self) -> Exception:
         """What the sentinels say about the service, once no master was found."""
         attempts: list[tuple[str, str]] = []
+        refused = 0
         known: set[str] = set()
         states: list[str] = []
         for node in self.sentinel.sentinels:
@@ -75,6 +76,7 @@ class SentinelRoad:
                 reply = await node.sentinel_masters()
             except redis.exceptions.RedisError as exc:
                 attempts.append((where, f"{type(exc).__name__}: {exc}"))
+                refused += isinstance(exc, redis.exceptions.AuthenticationError)
                 continue
             # A dict by service name under RESP2, which the exporter speaks.
             masters: dict[str, dict[str, Any]] = reply if isinstance(reply, dict) else {}
@@ -86,6 +88,8 @@ class SentinelRoad:
             return SentinelNoMaster(self.service, states)
         if known or len(attempts) < len(self.sentinel.sentinels):
             return SentinelServiceUnknown(self.service, sorted(known))
+        if refused == len(attempts):
+            return SentinelsRefusedCredentials(self.service, attempts)
         return SentinelsUnreachable(self.service, attempts)
 
     async def aclose(self) -> None:

@@ -76,7 +76,8 @@ REDIS_HINTS: dict[Reason, str] = {
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
     f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
-    " in --redis-url (or its file) against the server's requirepass or ACL",
+    " in --redis-url (or its file) against the server's requirepass or ACL; sentinels with a password of their"
+    " own take it as ?sentinel_username=...&sentinel_password=... in the redis+sentinel:// URL",
     Reason.CONNECTION_ERROR: "check host, port and that Redis accepts connections from here (bind,"
     " protected-mode; TLS: a rediss:// URL and the --redis.tls-* flags); with Sentinel the detail names each"
     " sentinel and what went wrong",

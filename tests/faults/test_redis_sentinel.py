@@ -1,0 +1,160 @@
+"""Redis behind Sentinel, for real: a master, a replica and three sentinels.
+
+The exporter asks the sentinels for the master before every refresh; when the
+master is killed, it is unmeasured until the sentinels have promoted the
+replica, then exact again on the new master, never a stale or false number in
+between, even when the old master comes back empty."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+from redis.asyncio import Redis
+
+from devkit.redis_sentinel import SERVICE, SentinelDeployment, start_sentinel_deployment
+from devkit.servers import ServerUnavailable
+from exporter.errors import Reason
+from exporter.signals.base import Source
+from exporter.tools.hints import hint
+from tests.redis_roads import (
+    Values,
+    counts_of,
+    expected_values,
+    failure_of,
+    measure_streams,
+    streams_source,
+    write_backlog,
+)
+
+pytestmark = pytest.mark.anyio
+
+REFRESH = 0.25  # seconds between two refreshes, as a TTL this short would make them
+PASSWORD = "data-Pw7"
+SENTINEL_PASSWORD = "watch-Pw9"
+
+
+def _started(password: str | None, sentinel_password: str | None) -> SentinelDeployment:
+    try:
+        return start_sentinel_deployment(password, sentinel_password)
+    except ServerUnavailable as exc:
+        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
+
+
+@pytest.fixture
+def deployment() -> Iterator[SentinelDeployment]:
+    started = _started(password=PASSWORD, sentinel_password=SENTINEL_PASSWORD)
+    yield started
+    started.remove()
+
+
+def plain_client(port: int) -> Redis:
+    return Redis(port=port, password=PASSWORD, decode_responses=True, socket_timeout=5)
+
+
+async def values_at(port: int) -> Values:
+    client = plain_client(port)
+    try:
+        return await expected_values(client)
+    finally:
+        await client.aclose()
+
+
+async def test_a_failover_is_followed_exactly_and_unmeasured_in_between(deployment: SentinelDeployment) -> None:
+    master = plain_client(deployment.master.port)
+    await write_backlog(master, 3)
+    assert await master.wait(1, 5000) == 1  # the replica holds every write
+    await master.aclose()
+    before = await values_at(deployment.master.port)
+    source = streams_source(deployment.url())
+    timeline: list[tuple[float, str]] = []
+    try:
+        assert counts_of(await measure_streams(source)) == before
+
+        deployment.master.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        new_port = deployment.replica.port
+        back: Values | None = None
+        unmeasured_reasons: set[Reason] = set()
+        while back is None:
+            assert time.monotonic() - killed < 60, f"never measured again: {timeline}"
+            outcome = await measure_streams(source)
+            at = time.monotonic() - killed
+            if outcome.samples is None:
+                failure = failure_of(outcome)
+                unmeasured_reasons.add(failure.reason)
+                timeline.append((at, f"unmeasured: {failure.reason}"))
+            else:
+                # Whatever is measured is the new master's data, exactly: never the dead one's.
+                assert deployment.master_address()[1] == new_port, "measured before the sentinels named a master"
+                values = counts_of(outcome)
+                assert values == await values_at(new_port)
+                timeline.append((at, "measured, exact"))
+                back = values
+            await asyncio.sleep(REFRESH)
+        assert unmeasured_reasons, "the kill went unnoticed"
+        assert unmeasured_reasons <= {Reason.CONNECTION_ERROR, Reason.MASTER_DOWN, Reason.TIMEOUT}
+        assert back == before
+
+        # New writes on the new master are read exactly.
+        promoted = plain_client(new_port)
+        await write_backlog(promoted, 2)
+        await promoted.aclose()
+        after = await values_at(new_port)
+        assert after != before
+        assert counts_of(await measure_streams(source)) == after
+
+        # The old master comes back empty (no persistence) and, until the sentinels
+        # demote it, calls itself a master: it is never read.
+        deployment.master.start()
+        restarted = time.monotonic()
+        while time.monotonic() - restarted < 3 * REFRESH + 4:
+            outcome = await measure_streams(source)
+            if outcome.samples is not None:
+                assert counts_of(outcome) == after
+            await asyncio.sleep(REFRESH)
+        assert counts_of(await measure_streams(source)) == after
+    finally:
+        await source.close()
+        print("\nfailover timeline (seconds after SIGKILL of the master):")
+        for at, what in timeline:
+            print(f"  {at:6.2f}  {what}")
+
+
+async def test_an_unknown_service_name_is_a_reason_of_its_own(deployment: SentinelDeployment) -> None:
+    source = streams_source(deployment.url(service="no-such-service"))
+    try:
+        failure = failure_of(await measure_streams(source))
+    finally:
+        await source.close()
+    assert failure.reason is Reason.UNKNOWN_SENTINEL_SERVICE
+    assert failure.detail == (f"no sentinel monitors a service named 'no-such-service' (they monitor: {SERVICE!r})")
+    assert "SENTINEL MASTERS" in hint(failure.reason, Source.REDIS)
+
+
+async def test_sentinels_wanting_their_own_password_are_refused_without_it(deployment: SentinelDeployment) -> None:
+    source = streams_source(deployment.url(with_sentinel_password=False))
+    try:
+        failure = failure_of(await measure_streams(source))
+    finally:
+        await source.close()
+    assert failure.reason is Reason.AUTHENTICATION_FAILED
+    assert "sentinel_password" in hint(failure.reason, Source.REDIS)
+    assert SENTINEL_PASSWORD not in failure.detail
+    assert PASSWORD not in failure.detail
+
+
+async def test_no_sentinel_answering_names_each_one(deployment: SentinelDeployment) -> None:
+    for sentinel in deployment.sentinels:
+        sentinel.stop()
+    source = streams_source(deployment.url())
+    try:
+        failure = failure_of(await measure_streams(source))
+    finally:
+        await source.close()
+    assert failure.reason is Reason.CONNECTION_ERROR
+    for sentinel in deployment.sentinels:
+        assert f"sentinel 127.0.0.1:{sentinel.port}:" in failure.detail
