@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from registry.values import STREAM_GROUPS
 
 
-async def create_stream_groups(client: Redis) -> None:
+async def create_stream_groups(client: Redis | RedisCluster) -> None:
     """Every consumer group the registry knows, reading its stream from the start (the
     stream made if missing); a group that exists already is left as it is."""
     for stream, group in STREAM_GROUPS:

@@ -303,15 +303,17 @@ class SentinelsUnreachable(SourceError):
     """No sentinel of the URL answered; says, sentinel by sentinel, why."""
 
     reason = Reason.CONNECTION_ERROR
+    summary = "no sentinel answered"
 
     def __init__(self, service: str, attempts: Sequence[tuple[str, str]]) -> None:
         self.service = service
         self.attempts = tuple(attempts)
         tried = "; ".join(f"{node}: {problem}" for node, problem in self.attempts) or "no sentinel was tried"
-        super().__init__(f"no sentinel answered for service {service!r}: {tried}")
+        super().__init__(f"{self.summary} for service {service!r}: {tried}")
 
 
 class SentinelsRefusedCredentials(SentinelsUnreachable):
     """Every sentinel refused the exporter's credentials for them (?sentinel_username=, ?sentinel_password=)."""
 
     reason = Reason.AUTHENTICATION_FAILED
+    summary = "every sentinel refused the credentials given for the sentinels"

@@ -5,6 +5,7 @@ measurement of the streams signal through the exporter's source."""
 from __future__ import annotations
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from devkit.streams import create_stream_groups
 from exporter.measure import measure
@@ -23,7 +24,7 @@ DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
 Values = dict[tuple[str, tuple[str, ...]], float]
 
 
-async def write_backlog(client: Redis, round_: int) -> None:
+async def write_backlog(client: Redis | RedisCluster, round_: int) -> None:
     """More pending messages and dead letters, different for each round: every group
     of the registry exists, the first reads `round_` new messages without acking
     them, each dead-letter stream gets `round_` entries more."""
@@ -37,7 +38,7 @@ async def write_backlog(client: Redis, round_: int) -> None:
             await client.xadd(deadletter, {"n": str(index)})
 
 
-async def expected_values(client: Redis) -> Values:
+async def expected_values(client: Redis | RedisCluster) -> Values:
     """The counts as Redis reports them to a plain client: XPENDING's count and XLEN."""
     values: Values = {}
     for stream, group in STREAM_GROUPS:

@@ -87,6 +87,16 @@ class RedisStreams:
         rest = replies[len(groups) :]
         return StreamsReading(pending=pending, lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]))
 
+    async def where_reads_go(self) -> str | None:
+        """For diagnose: where the reads go, asked of the sentinels when there are some."""
+        try:
+            return await self._get_road().where_reads_go()
+        except redis.exceptions.RedisError as exc:
+            typed = translated(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
+
     async def close(self) -> None:
         if self._road is not None:
             road, self._road = self._road, None

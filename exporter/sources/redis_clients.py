@@ -92,6 +92,13 @@ class SentinelRoad:
             return SentinelsRefusedCredentials(self.service, attempts)
         return SentinelsUnreachable(self.service, attempts)
 
+    def master_address(self) -> tuple[str, int] | None:
+        """The master the sentinels named at the last follow_master."""
+        pool = self.master.connection_pool
+        assert isinstance(pool, SentinelConnectionPool)
+        address: tuple[str, int] | None = pool.master_address
+        return address
+
     async def aclose(self) -> None:
         try:
             await self.master.aclose()
@@ -109,6 +116,15 @@ class RedisRoad:
     async def before_read(self) -> None:
         if self.sentinels is not None:
             await self.sentinels.follow_master()
+
+    async def where_reads_go(self) -> str | None:
+        """Where the next read goes, when it takes more than the URL to know (Sentinel)."""
+        if self.sentinels is None:
+            return None
+        await self.sentinels.follow_master()
+        address = self.sentinels.master_address()
+        named = f"{address[0]}:{address[1]}" if address else "none"
+        return f"the sentinels name master {named} for service {self.sentinels.service!r}"
 
     async def aclose(self) -> None:
         if self.sentinels is not None:

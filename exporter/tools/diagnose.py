@@ -14,9 +14,11 @@ from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
-from exporter.signals import Signal
+from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.sources.postgres import PoolMode, Postgres
+from exporter.sources.redis import RedisStreams
+from exporter.sources.redis_url import shown
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
@@ -92,6 +94,23 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
     return True
 
 
+async def _describe_redis(redis: RedisStreams, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
+    """The road the URL takes to Redis and, behind sentinels, the master they name;
+    False when the sentinels cannot name one."""
+    say(f"Redis {shown(redis.settings.url)}: {redis.settings.target.describe()}")
+    try:
+        async with asyncio.timeout(timeouts.deadline):
+            where = await redis.where_reads_go()
+    except Exception as exc:  # reported as a reason, like any measurement
+        failure = classify(exc, timeouts.deadline)
+        say(f"  cannot read: {failure.reason}: {failure.detail}")
+        say(f"  hint: {hint(failure.reason, Source.REDIS)}")
+        return False
+    if where is not None:
+        say(f"  {where}")
+    return True
+
+
 async def _report(
     name: str, sources: Sources, timeouts: Timeouts, catalog: Catalog, say: Callable[[str], None]
 ) -> bool:
@@ -147,7 +166,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
         if sources.postgres is not None:
             healthy = await _describe_postgres(sources.postgres, timeouts, say)
         if sources.redis is not None:
-            say(f"Redis {redact_url(sources.redis.settings.url)}")
+            healthy = await _describe_redis(sources.redis, timeouts, say) and healthy
         for name in settings.signals:
             try:
                 healthy = await _report(name, sources, timeouts, catalog, say) and healthy
