@@ -46,7 +46,16 @@ class SentinelProcess:
             self.stop()
             raise ServerUnavailable("Redis Sentinel", f"sentinel did not start: {tail}")
 
+    def pause(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)
+
     def stop(self, mode: signal.Signals = signal.SIGTERM) -> None:
+        self.resume()
         process, self.process = self.process, None
         end_process(process, mode, timeout=15)
 

@@ -38,6 +38,7 @@ class Timeouts:
     - `connect`: opening a connection (PostgreSQL or Redis) takes at most the deadline.
     - `client`: how long the client waits for a statement's reply, the statement
       timeout plus a grace (see CLIENT_GRACE_SECONDS).
+    - `per_sentinel(n)`: one sentinel's answer, a share of the deadline.
     - `scrape_budget`: how long a scrape without a scrape-timeout header waits
       for measurements in flight, the deadline plus a grace.
     """
@@ -63,6 +64,12 @@ class Timeouts:
     @property
     def scrape_budget(self) -> float:
         return self.deadline + SCRAPE_GRACE_SECONDS
+
+    def per_sentinel(self, sentinels: int) -> float:
+        """How long one sentinel may take to answer or connect: the sentinels are asked
+        one after the other, so that a stalled one leaves time for the others and for
+        the read itself within the deadline."""
+        return self.deadline / (sentinels + 1)
 
     def scrape_wait(self, scrape_timeout: float | None) -> float:
         """How long a scrape may wait, given Prometheus' scrape timeout (None: not sent)."""

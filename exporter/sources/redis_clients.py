@@ -141,6 +141,8 @@ def build_road(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: T
         assert target.service_name is not None  # the URL parser requires it
         sentinel_options = {
             **options,
+            "socket_timeout": timeouts.per_sentinel(len(target.nodes)),
+            "socket_connect_timeout": timeouts.per_sentinel(len(target.nodes)),
             "username": target.sentinel_username,
             "password": target.sentinel_password,
         }

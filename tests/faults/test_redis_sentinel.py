@@ -158,3 +158,19 @@ async def test_no_sentinel_answering_names_each_one(deployment: SentinelDeployme
     assert failure.reason is Reason.CONNECTION_ERROR
     for sentinel in deployment.sentinels:
         assert f"sentinel 127.0.0.1:{sentinel.port}:" in failure.detail
+
+
+async def test_a_stalled_sentinel_leaves_time_for_the_others(deployment: SentinelDeployment) -> None:
+    master = plain_client(deployment.master.port)
+    await write_backlog(master, 2)
+    await master.aclose()
+    expected = await values_at(deployment.master.port)
+    deadline = 2.0
+    source = streams_source(deployment.url(), deadline=deadline)
+    deployment.sentinels[0].pause()  # the first the URL names: asked first
+    try:
+        for _ in range(3):  # every refresh, not only the first
+            assert counts_of(await measure_streams(source, deadline=deadline)) == expected
+    finally:
+        deployment.sentinels[0].resume()
+        await source.close()
