@@ -17,8 +17,8 @@ from pathlib import Path
 
 import redis
 
+from devkit.redis_tls import TlsFiles
 from devkit.servers import LocalRedis, ServerUnavailable, free_port, wait_for_port
-from exporter.tools import throwaway
 from exporter.tools.throwaway import end_process, redis_binary
 
 SERVICE = "mymaster"
@@ -68,20 +68,32 @@ class SentinelDeployment:
     base: Path
     password: str | None = None
     sentinel_password: str | None = None
+    tls: TlsFiles | None = None  # every server and sentinel on TLS only, with this certificate
     removed: list[LocalRedis] = field(default_factory=list)
 
     def url(self, service: str = SERVICE, with_sentinel_password: bool = True) -> str:
-        """The exporter's redis+sentinel:// URL for `service`."""
+        """The exporter's redis+sentinel:// URL for `service` (rediss+sentinel:// with TLS)."""
         userinfo = f":{urllib.parse.quote(self.password, safe='')}@" if self.password else ""
         hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in self.sentinels)
         query = ""
         if self.sentinel_password and with_sentinel_password:
             query = f"?sentinel_password={urllib.parse.quote(self.sentinel_password, safe='')}"
-        return f"redis+sentinel://{userinfo}{hosts}/{service}{query}"
+        scheme = "rediss+sentinel" if self.tls else "redis+sentinel"
+        return f"{scheme}://{userinfo}{hosts}/{service}{query}"
+
+    def _tls_options(self) -> dict[str, str | bool]:
+        if self.tls is None:
+            return {}
+        return {"ssl": True, "ssl_ca_certs": str(self.tls.ca)}
 
     def sentinel_client(self, index: int = 0) -> redis.Redis:
         return redis.Redis(
-            port=self.sentinels[index].port, password=self.sentinel_password, decode_responses=True, socket_timeout=5
+            host="127.0.0.1",
+            port=self.sentinels[index].port,
+            password=self.sentinel_password,
+            decode_responses=True,
+            socket_timeout=5,
+            **self._tls_options(),  # type: ignore[arg-type]
         )
 
     def master_address(self, index: int = 0) -> tuple[str, int]:
@@ -91,7 +103,14 @@ class SentinelDeployment:
         return str(host), int(port)
 
     def data_client(self, port: int) -> redis.Redis:
-        return redis.Redis(port=port, password=self.password, decode_responses=True, socket_timeout=5)
+        return redis.Redis(
+            host="127.0.0.1",
+            port=port,
+            password=self.password,
+            decode_responses=True,
+            socket_timeout=5,
+            **self._tls_options(),  # type: ignore[arg-type]
+        )
 
     def wait(self, condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
         end = time.monotonic() + timeout
@@ -133,15 +152,48 @@ def _holds(condition: Callable[[], bool]) -> bool:
         return False
 
 
-def _data_args(password: str | None) -> tuple[str, ...]:
-    if password is None:
-        return ("--enable-debug-command", "local")
-    return ("--enable-debug-command", "local", "--requirepass", password, "--masterauth", password)
+def _tls_settings(tls: TlsFiles | None, port: int) -> list[tuple[str, str]]:
+    """TLS only, on `port`, replicating (and, for sentinels, watching) over TLS too."""
+    if tls is None:
+        return [("port", str(port))]
+    return [
+        ("port", "0"),
+        ("tls-port", str(port)),
+        ("tls-cert-file", str(tls.cert)),
+        ("tls-key-file", str(tls.key)),
+        ("tls-ca-cert-file", str(tls.ca)),
+        ("tls-replication", "yes"),
+        ("tls-auth-clients", "no"),
+    ]
 
 
-def sentinel_config(port: int, master_port: int, password: str | None, sentinel_password: str | None) -> str:
+def _data_args(password: str | None, tls: TlsFiles | None, port: int) -> tuple[str, ...]:
+    args = ["--enable-debug-command", "local"]
+    if password is not None:
+        args += ["--requirepass", password, "--masterauth", password]
+    for name, value in _tls_settings(tls, port):
+        args += [f"--{name}", value]
+    return tuple(args)
+
+
+def _start_data_node(password: str | None, tls: TlsFiles | None, *more: str) -> LocalRedis:
+    port = free_port()
+    # Later arguments win: with TLS, the plain port is turned off and `port` serves TLS.
+    server = LocalRedis(base=Path(tempfile.mkdtemp(prefix="orpycamcp-redis-")), port=port, binary=redis_binary())
+    server.extra_args = (*_data_args(password, tls, port), *more)
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(server.base, ignore_errors=True)
+        raise
+    return server
+
+
+def sentinel_config(
+    port: int, master_port: int, password: str | None, sentinel_password: str | None, tls: TlsFiles | None = None
+) -> str:
     lines = [
-        f"port {port}",
+        *(f"{name} {value}" for name, value in _tls_settings(tls, port)),
         "bind 127.0.0.1",
         "protected-mode no",
         f"sentinel monitor {SERVICE} 127.0.0.1 {master_port} 2",
@@ -158,26 +210,25 @@ def sentinel_config(port: int, master_port: int, password: str | None, sentinel_
 
 
 def start_sentinel_deployment(
-    password: str | None = None, sentinel_password: str | None = None, sentinels: int = 3
+    password: str | None = None, sentinel_password: str | None = None, sentinels: int = 3, tls: TlsFiles | None = None
 ) -> SentinelDeployment:
-    """A master, its replica and `sentinels` sentinels monitoring it as SERVICE, ready."""
+    """A master, its replica and `sentinels` sentinels monitoring it as SERVICE, ready;
+    with `tls`, every one of them on TLS only."""
     base = Path(tempfile.mkdtemp(prefix="orpycamcp-sentinel-"))
     started: list[LocalRedis] = []
     processes: list[SentinelProcess] = []
     try:
-        master = throwaway.start_redis(LocalRedis, _data_args(password))
+        master = _start_data_node(password, tls)
         started.append(master)
-        replica = throwaway.start_redis(
-            LocalRedis, (*_data_args(password), "--replicaof", "127.0.0.1", str(master.port))
-        )
+        replica = _start_data_node(password, tls, "--replicaof", "127.0.0.1", str(master.port))
         started.append(replica)
         for index in range(sentinels):
             directory = base / f"sentinel-{index}"
             directory.mkdir()
             process = SentinelProcess(directory, free_port(), redis_binary())
-            process.start(sentinel_config(process.port, master.port, password, sentinel_password))
+            process.start(sentinel_config(process.port, master.port, password, sentinel_password, tls))
             processes.append(process)
-        deployment = SentinelDeployment(master, replica, processes, base, password, sentinel_password)
+        deployment = SentinelDeployment(master, replica, processes, base, password, sentinel_password, tls)
         deployment.wait_ready()
     except BaseException:
         for process in processes:

@@ -13,12 +13,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import trustme
 from redis.asyncio import Redis
 
 from devkit.redis_sentinel import SERVICE, SentinelDeployment, start_sentinel_deployment
+from devkit.redis_tls import issue
 from devkit.servers import ServerUnavailable
 from exporter.errors import Reason
 from exporter.signals.base import Source
+from exporter.sources.redis_tls import RedisTls
 from exporter.tools.hints import hint
 from tests.redis_roads import (
     Values,
@@ -174,3 +177,32 @@ async def test_a_stalled_sentinel_leaves_time_for_the_others(deployment: Sentine
     finally:
         deployment.sentinels[0].resume()
         await source.close()
+
+
+async def test_over_tls_the_sentinels_and_the_master_are_verified(tmp_path_factory: pytest.TempPathFactory) -> None:
+    ca = trustme.CA()
+    files = issue(ca, tmp_path_factory.mktemp("pki"), "sentinel", "127.0.0.1")
+    stranger = issue(trustme.CA(), tmp_path_factory.mktemp("other"), "stranger", "127.0.0.1")
+    try:
+        deployment = start_sentinel_deployment(tls=files)
+    except ServerUnavailable as exc:
+        pytest.fail(f"{exc}. Install Redis 7 built with TLS (Debian's redis-server).", pytrace=False)
+    try:
+        assert deployment.url().startswith("rediss+sentinel://")
+        master = Redis(host="127.0.0.1", port=deployment.master.port, ssl=True, ssl_ca_certs=str(files.ca))
+        await write_backlog(master, 3)
+        expected = await expected_values(master)
+        await master.aclose()
+        trusted = streams_source(deployment.url(), RedisTls(ca_file=str(files.ca)))
+        untrusted = streams_source(deployment.url(), RedisTls(ca_file=str(stranger.ca)))
+        try:
+            assert counts_of(await measure_streams(trusted)) == expected
+            refused = failure_of(await measure_streams(untrusted))
+            assert refused.reason is Reason.CONNECTION_ERROR
+            assert refused.detail.startswith("no sentinel answered for service 'mymaster': sentinel 127.0.0.1:")
+            assert "CERTIFICATE_VERIFY_FAILED" in refused.detail
+        finally:
+            await trusted.close()
+            await untrusted.close()
+    finally:
+        deployment.remove()
