@@ -18,7 +18,8 @@ from pathlib import Path
 import redis
 
 from devkit.redis_tls import TlsFiles
-from devkit.servers import LocalRedis, ServerUnavailable, free_port, wait_for_port
+from devkit.servers import LocalRedis, Pausable, ServerUnavailable, free_port, wait_for_port
+from exporter.tools import throwaway
 from exporter.tools.throwaway import end_process, redis_binary
 
 SERVICE = "mymaster"
@@ -27,7 +28,7 @@ FAILOVER_TIMEOUT_MS = 3000
 
 
 @dataclass
-class SentinelProcess:
+class SentinelProcess(Pausable):
     """One `redis-server --sentinel`; it rewrites its own configuration file."""
 
     base: Path
@@ -45,14 +46,6 @@ class SentinelProcess:
             tail = (self.base / "sentinel.log").read_text(errors="replace")[-800:]
             self.stop()
             raise ServerUnavailable("Redis Sentinel", f"sentinel did not start: {tail}")
-
-    def pause(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGCONT)
 
     def stop(self, mode: signal.Signals = signal.SIGTERM) -> None:
         self.resume()
@@ -179,14 +172,7 @@ def _data_args(password: str | None, tls: TlsFiles | None, port: int) -> tuple[s
 def _start_data_node(password: str | None, tls: TlsFiles | None, *more: str) -> LocalRedis:
     port = free_port()
     # Later arguments win: with TLS, the plain port is turned off and `port` serves TLS.
-    server = LocalRedis(base=Path(tempfile.mkdtemp(prefix="orpycamcp-redis-")), port=port, binary=redis_binary())
-    server.extra_args = (*_data_args(password, tls, port), *more)
-    try:
-        server.start()
-    except BaseException:
-        shutil.rmtree(server.base, ignore_errors=True)
-        raise
-    return server
+    return throwaway.start_redis(LocalRedis, (*_data_args(password, tls, port), *more), port)
 
 
 def sentinel_config(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import NoReturn, Protocol, TypeVar
@@ -45,9 +46,10 @@ __all__ = [
 ]
 
 
-class LocalRedis(throwaway.LocalRedis):
-    """The demo's throwaway Redis, plus what the fault tests do to it: pause
-    it (SIGSTOP) and slow it down (DEBUG SLEEP, allowed from loopback)."""
+class Pausable:
+    """A server process the fault tests pause (SIGSTOP) and resume."""
+
+    process: subprocess.Popen[bytes] | None
 
     def pause(self) -> None:
         if self.process is not None:
@@ -56,6 +58,11 @@ class LocalRedis(throwaway.LocalRedis):
     def resume(self) -> None:
         if self.process is not None:
             self.process.send_signal(signal.SIGCONT)
+
+
+class LocalRedis(Pausable, throwaway.LocalRedis):
+    """The demo's throwaway Redis, plus what the fault tests do to it: pause
+    it (SIGSTOP) and slow it down (DEBUG SLEEP, allowed from loopback)."""
 
     def remove(self) -> None:
         self.resume()

@@ -68,3 +68,12 @@ def failure_of(outcome: Outcome) -> Failure:
     assert outcome.failure is not None, f"measured: {outcome.samples}"
     assert outcome.samples is None
     return outcome.failure
+
+
+async def failure_reading(url: str, tls: RedisTls = NO_TLS) -> Failure:
+    """Why one measurement through a new source for `url` fails; it must."""
+    source = streams_source(url, tls)
+    try:
+        return failure_of(await measure_streams(source))
+    finally:
+        await source.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from exporter.errors import InvalidRedisUrl
@@ -168,6 +168,7 @@ def _parse(url: str) -> RedisTarget:
         )
 
     nodes = _nodes(hostlist, SENTINEL_PORT if kind is RedisKind.SENTINEL else REDIS_PORT)
+    target = RedisTarget(kind=kind, tls=tls, nodes=nodes, username=username, password=password)
     segments = [urllib.parse.unquote(segment) for segment in parts.path.split("/")[1:]]
     if segments and segments[-1] == "":
         segments.pop()  # a trailing slash
@@ -180,26 +181,15 @@ def _parse(url: str) -> RedisTarget:
         if len(segments) > 1:
             raise _Refusal(f"the path {parts.path!r} must be /DB, a database number")
         path_db = _db(segments[0], "the path") if segments else None
-        return RedisTarget(
-            kind=kind,
-            tls=tls,
-            nodes=nodes,
-            username=username,
-            password=password,
-            db=_one_db(path_db, query_db),
-        )
+        return replace(target, db=_one_db(path_db, query_db))
     if kind is RedisKind.SENTINEL:
         if not segments or not segments[0]:
             raise _Refusal("the path must name the service the sentinels monitor: /SERVICE_NAME[/DB]")
         if len(segments) > 2:
             raise _Refusal(f"the path {parts.path!r} must be /SERVICE_NAME[/DB]")
         path_db = _db(segments[1], "the database after the service name") if len(segments) == 2 else None
-        return RedisTarget(
-            kind=kind,
-            tls=tls,
-            nodes=nodes,
-            username=username,
-            password=password,
+        return replace(
+            target,
             db=_one_db(path_db, query_db),
             service_name=segments[0],
             sentinel_username=sentinel_username,
@@ -207,7 +197,7 @@ def _parse(url: str) -> RedisTarget:
         )
     if segments not in ([], ["0"]) or (query_db not in (None, 0)):
         raise _Refusal("a Redis Cluster has database 0 only: no path (or /0)")
-    return RedisTarget(kind=kind, tls=tls, nodes=nodes, username=username, password=password)
+    return target
 
 
 def _credentials(userinfo: str) -> tuple[str | None, str | None]:

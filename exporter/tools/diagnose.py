@@ -60,6 +60,12 @@ async def _first_failing_tenant(
     return None
 
 
+def _cannot_read(exc: BaseException, timeouts: Timeouts, source: Source, say: Callable[[str], None]) -> None:
+    failure = classify(exc, timeouts.deadline)
+    say(f"  cannot read: {failure.reason}: {failure.detail}")
+    say(f"  hint: {hint(failure.reason, source)}")
+
+
 async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
     """What the server and the road to it are; False when it cannot be read or
     the road does not fit the pool mode."""
@@ -70,9 +76,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
             row = (await postgres.fetch(SERVER_SQL))[0]
             slugs = await postgres.active_tenant_slugs()
     except Exception as exc:  # reported as a reason, like any measurement
-        failure = classify(exc, timeouts.deadline)
-        say(f"  cannot read: {failure.reason}: {failure.detail}")
-        say(f"  hint: {hint(failure.reason)}")
+        _cannot_read(exc, timeouts, Source.POSTGRES, say)
         return False
     say(f"  server {row['version']}, role {row['role']}, read-only {row['read_only']}")
     say(f"  {len(slugs)} active tenants")
@@ -102,9 +106,7 @@ async def _describe_redis(redis: RedisStreams, timeouts: Timeouts, say: Callable
         async with asyncio.timeout(timeouts.deadline):
             where = await redis.where_reads_go()
     except Exception as exc:  # reported as a reason, like any measurement
-        failure = classify(exc, timeouts.deadline)
-        say(f"  cannot read: {failure.reason}: {failure.detail}")
-        say(f"  hint: {hint(failure.reason, Source.REDIS)}")
+        _cannot_read(exc, timeouts, Source.REDIS, say)
         return False
     if where is not None:
         say(f"  {where}")

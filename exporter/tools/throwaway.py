@@ -267,10 +267,15 @@ def redis_binary() -> str:
     return binary
 
 
-def start_redis(kind: type[R] = LocalRedis, extra_args: tuple[str, ...] = ()) -> R:  # type: ignore[assignment]
-    """A throwaway Redis of class `kind` (a LocalRedis), started with `extra_args`."""
+def start_redis(
+    kind: type[R] = LocalRedis,  # type: ignore[assignment]
+    extra_args: tuple[str, ...] = (),
+    port: int | None = None,
+) -> R:
+    """A throwaway Redis of class `kind` (a LocalRedis), started with `extra_args`, on
+    `port` (default: a free one)."""
     base = Path(tempfile.mkdtemp(prefix="orpycamcp-redis-"))
-    server = kind(base=base, port=free_port(), binary=redis_binary(), extra_args=extra_args)
+    server = kind(base=base, port=port or free_port(), binary=redis_binary(), extra_args=extra_args)
     try:
         server.start()
     except BaseException:

@@ -13,7 +13,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from devkit.servers import LocalRedis, ServerUnavailable
+from devkit.servers import LocalRedis, ServerUnavailable, free_port
 from exporter.errors import Reason
 from exporter.settings import load
 from exporter.signals.base import Source
@@ -21,7 +21,15 @@ from exporter.tools import throwaway
 from exporter.tools.diagnose import diagnose
 from exporter.tools.hints import REDIS_ACL, hint
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
-from tests.redis_roads import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
+from tests.redis_roads import (
+    counts_of,
+    expected_values,
+    failure_of,
+    failure_reading,
+    measure_streams,
+    streams_source,
+    write_backlog,
+)
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -30,9 +38,17 @@ POSTGRES_WORDS = ("target_session_attrs", "pg_locks", "SQLSTATE", "GRANT", "pg_h
 USER_PASSWORD = "acl-Pw3"
 
 
-def started(*args: str) -> LocalRedis:
+# A cluster node's bus listens 10000 ports above its own.
+HIGHEST_CLUSTER_PORT = 65535 - 10000
+
+
+def cluster_port() -> int:
+    return next(port for port in iter(free_port, 0) if port <= HIGHEST_CLUSTER_PORT)
+
+
+def started(*args: str, port: int | None = None) -> LocalRedis:
     try:
-        return throwaway.start_redis(LocalRedis, ("--enable-debug-command", "local", *args))
+        return throwaway.start_redis(LocalRedis, ("--enable-debug-command", "local", *args), port)
     except ServerUnavailable as exc:
         pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
 
@@ -109,11 +125,7 @@ async def test_the_documented_acl_user_reads_exactly(server: LocalRedis, admin: 
 async def test_a_user_lacking_a_command_is_denied_naming_it_and_the_key(server: LocalRedis, admin: Redis) -> None:
     await set_user(admin, "noxpending", "resetkeys %R~orpycamcp.* -@all +xlen +xrange +client|setname")
     url = acl_url(server, "noxpending")
-    source = streams_source(url)
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(url)
     stream, _group = STREAM_GROUPS[0]
     assert failure.reason is Reason.PERMISSION_DENIED
     assert failure.detail.startswith(f"Redis refused XPENDING on key {stream!r} to the exporter's ACL user: NOPERM")
@@ -127,18 +139,14 @@ async def test_a_user_lacking_a_key_is_denied_naming_the_key(server: LocalRedis,
     await set_user(
         admin, "nodeadletters", "resetkeys %R~orpycamcp.*.events -@all +xpending +xlen +xrange +client|setname"
     )
-    source = streams_source(acl_url(server, "nodeadletters"))
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(acl_url(server, "nodeadletters"))
     assert failure.reason is Reason.PERMISSION_DENIED
     assert failure.detail.startswith(f"Redis refused XLEN on key {DEADLETTER_STREAMS[0]!r}")
     assert "keys" in failure.detail
 
 
 async def test_a_plain_url_on_a_cluster_node_names_the_cluster_url() -> None:
-    nodes = [started("--cluster-enabled", "yes") for _ in range(2)]
+    nodes = [started("--cluster-enabled", "yes", port=cluster_port()) for _ in range(2)]
     try:
         first, second = (Redis(port=node.port, decode_responses=True) for node in nodes)
         await first.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)  # type: ignore[no-untyped-call]
@@ -153,11 +161,7 @@ async def test_a_plain_url_on_a_cluster_node_names_the_cluster_url() -> None:
         slots = [await first.execute_command("CLUSTER", "KEYSLOT", stream) for stream, _ in STREAM_GROUPS]  # type: ignore[no-untyped-call]
         assert any(slot >= 8192 for slot in slots), "no stream lives on the second node"
         url = f"redis://127.0.0.1:{nodes[0].port}/0"
-        source = streams_source(url)
-        try:
-            failure = failure_of(await measure_streams(source))
-        finally:
-            await source.close()
+        failure = await failure_reading(url)
         assert failure.reason is Reason.CLUSTER_REDIRECT
         assert f"is served by 127.0.0.1:{nodes[1].port}" in failure.detail
         assert "redis+cluster://" in failure.detail
@@ -180,14 +184,10 @@ async def test_a_plain_url_on_a_cluster_node_names_the_cluster_url() -> None:
 
 
 async def test_a_cluster_node_serving_no_slot_is_cluster_down() -> None:
-    node = started("--cluster-enabled", "yes")
+    node = started("--cluster-enabled", "yes", port=cluster_port())
     try:
         url = f"redis://127.0.0.1:{node.port}/0"
-        source = streams_source(url)
-        try:
-            failure = failure_of(await measure_streams(source))
-        finally:
-            await source.close()
+        failure = await failure_reading(url)
         assert failure.reason is Reason.CLUSTER_DOWN
         assert failure.detail.startswith("Redis answered CLUSTERDOWN ")
         assert_redis_hint(Reason.CLUSTER_DOWN)
@@ -262,11 +262,7 @@ async def test_a_replica_cut_from_its_master_is_master_down() -> None:
 async def test_a_missing_group_names_the_stream_and_the_group(server: LocalRedis, admin: Redis) -> None:
     stream, group = STREAM_GROUPS[-1]
     await admin.xgroup_destroy(stream, group)
-    source = streams_source(server.url)
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(server.url)
     assert failure.reason is Reason.MISSING_GROUP
     assert failure.detail == f"stream {stream!r} has no consumer group {group!r} (or the stream does not exist)"
 

@@ -28,6 +28,7 @@ from tests.redis_roads import (
     counts_of,
     expected_values,
     failure_of,
+    failure_reading,
     measure_streams,
     streams_source,
     write_backlog,
@@ -128,22 +129,14 @@ async def test_a_failover_is_followed_exactly_and_unmeasured_in_between(deployme
 
 
 async def test_an_unknown_service_name_is_a_reason_of_its_own(deployment: SentinelDeployment) -> None:
-    source = streams_source(deployment.url(service="no-such-service"))
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(deployment.url(service="no-such-service"))
     assert failure.reason is Reason.UNKNOWN_SENTINEL_SERVICE
     assert failure.detail == (f"no sentinel monitors a service named 'no-such-service' (they monitor: {SERVICE!r})")
     assert "SENTINEL MASTERS" in hint(failure.reason, Source.REDIS)
 
 
 async def test_sentinels_wanting_their_own_password_are_refused_without_it(deployment: SentinelDeployment) -> None:
-    source = streams_source(deployment.url(with_sentinel_password=False))
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(deployment.url(with_sentinel_password=False))
     assert failure.reason is Reason.AUTHENTICATION_FAILED
     assert "sentinel_password" in hint(failure.reason, Source.REDIS)
     assert SENTINEL_PASSWORD not in failure.detail
@@ -153,11 +146,7 @@ async def test_sentinels_wanting_their_own_password_are_refused_without_it(deplo
 async def test_no_sentinel_answering_names_each_one(deployment: SentinelDeployment) -> None:
     for sentinel in deployment.sentinels:
         sentinel.stop()
-    source = streams_source(deployment.url())
-    try:
-        failure = failure_of(await measure_streams(source))
-    finally:
-        await source.close()
+    failure = await failure_reading(deployment.url())
     assert failure.reason is Reason.CONNECTION_ERROR
     for sentinel in deployment.sentinels:
         assert f"sentinel 127.0.0.1:{sentinel.port}:" in failure.detail
