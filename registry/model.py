@@ -13,11 +13,12 @@ from enum import StrEnum
 
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A newline has an escape in the text format; no other control character has one.
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
 def _has_control(text: str) -> bool:
-    """Control characters break a text line, a log line or a terminal; none is ever registered."""
+    """Control characters break a text line, a table row or a terminal: none is registered."""
     return _CONTROL.search(text) is not None
 
 
@@ -81,7 +82,7 @@ class Family:
         if not self.help.strip():
             raise RegistryError(self.name, "needs a help text")
         if _has_control(self.help):
-            raise RegistryError(self.name, "help text holds a control character (a newline, a carriage return, ...)")
+            raise RegistryError(self.name, "help text holds a control character (a carriage return, an escape, ...)")
         if (self.type is MetricType.COUNTER) != self.name.endswith("_total"):
             raise RegistryError(self.name, "a counter's name, and only a counter's, ends in _total")
         if len(set(self.labels)) != len(self.labels):

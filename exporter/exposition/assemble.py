@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
-from registry import PROCESS_FAMILIES, VERSION, Registry
+from registry import TAIL_FAMILIES, VERSION, Registry
 from registry.families import (
     BUILD_INFO,
     HTTP_CONNECTIONS,
@@ -57,12 +57,12 @@ def assemble(
     return [
         FamilySamples(family, by_family[family.name, family.signal])
         for family in registry.families
-        if family not in PROCESS_FAMILIES
+        if family not in TAIL_FAMILIES
     ]
 
 
 def assemble_connections(open_now: int, shed: int) -> list[FamilySamples]:
-    """The HTTP server's families, which close the page (see registry.PROCESS_FAMILIES)."""
+    """The HTTP server's families, which close the page (see registry.TAIL_FAMILIES)."""
     return [
         FamilySamples(HTTP_CONNECTIONS, [Sample(HTTP_CONNECTIONS.name, (), open_now)]),
         FamilySamples(HTTP_CONNECTIONS_SHED, [Sample(HTTP_CONNECTIONS_SHED.name, (), shed)]),

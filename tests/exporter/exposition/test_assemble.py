@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from exporter.errors import Reason
 from exporter.exposition.assemble import assemble, assemble_connections
 from exporter.outcomes import Failure, Outcome
+from exporter.process import assemble_process
 from exporter.samples import Sample
-from registry import BUILTIN, PROCESS_FAMILIES, VERSION
+from registry import BUILTIN, TAIL_FAMILIES, VERSION
 from registry.families import (
     AUDIT_BREAKS,
     BUILD_INFO,
@@ -50,8 +51,9 @@ def of(found: Series, family: str) -> Series:
 def test_every_registered_family_in_registry_order_even_when_empty() -> None:
     families = assemble((), {}, {}, BUILTIN)
     # The HTTP server's families close the page, appended per response.
-    assert [f.family for f in families] == [f for f in BUILTIN.families if f not in PROCESS_FAMILIES]
-    assert [f.family for f in families + assemble_connections(1, 0)] == list(BUILTIN.families)
+    assert [f.family for f in families] == [f for f in BUILTIN.families if f not in TAIL_FAMILIES]
+    tail = assemble_connections(1, 0) + assemble_process([])
+    assert [f.family for f in families + tail] == list(BUILTIN.families)
     assert [f.family.name for f in families if f.samples] == [BUILD_INFO.name]
 
 
