@@ -27,6 +27,7 @@ class Reason(StrEnum):
     NOT_CONFIGURED = "not_configured"
     # Time
     TIMEOUT = "timeout"
+    SCRAPE_TIMEOUT = "scrape_timeout"
     STATEMENT_TIMEOUT = "statement_timeout"
     LOCK_TIMEOUT = "lock_timeout"
     # PostgreSQL

@@ -12,6 +12,7 @@ from registry.model import Family, MetricType, Registry, RegistryError, check_un
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
+    FAILURE_REASONS,
     ORIGIN_GROUPS,
     PHASES,
     PREFIX,
@@ -28,6 +29,14 @@ SIGNAL_MEASURED = Family(
     signal=META,
     labels=("signal",),
     combinations=single(SIGNALS),
+)
+SIGNAL_FAILURE = Family(
+    name=PREFIX + "signal_failure_info",
+    help="1 for the reason the signal is unmeasured now; absent while it is measured.",
+    signal=META,
+    labels=("signal", "reason"),
+    combinations=product(SIGNALS, FAILURE_REASONS),
+    sparse=True,
 )
 SIGNAL_LAST_SUCCESS = Family(
     name=PREFIX + "signal_last_success_timestamp_seconds",
@@ -192,6 +201,7 @@ PROCESS_MAX_FDS = Family(
 
 FAMILIES: tuple[Family, ...] = (
     SIGNAL_MEASURED,
+    SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_DURATION,
     DLQ_PENDING,
@@ -253,7 +263,11 @@ def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry
     everything = SIGNALS + signals
     per_signal = (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
     builtin = tuple(
-        replace(family, combinations=single(everything)) if family in per_signal else family
+        replace(family, combinations=single(everything))
+        if family in per_signal
+        else replace(family, combinations=product(everything, FAILURE_REASONS))
+        if family is SIGNAL_FAILURE
+        else family
         for family in FAMILIES
         if family is not BUILD_INFO and family not in TAIL_FAMILIES
     )

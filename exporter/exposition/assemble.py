@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from exporter.errors import Reason
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
@@ -13,6 +14,7 @@ from registry.families import (
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,
     SIGNAL_DURATION,
+    SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_MEASURED,
 )
@@ -42,6 +44,9 @@ def assemble(
         known = outcome or last.get(signal)
         measured = outcome is not None and outcome.samples is not None
         by_family[SIGNAL_MEASURED.name, meta_key].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
+        if not measured:
+            reason = outcome.failure.reason if outcome is not None and outcome.failure else Reason.SCRAPE_TIMEOUT
+            by_family[SIGNAL_FAILURE.name, meta_key].append(Sample(SIGNAL_FAILURE.name, (signal, reason.value), 1))
         if known is not None and known.last_success is not None:
             by_family[SIGNAL_LAST_SUCCESS.name, meta_key].append(
                 Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success)
