@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,6 +21,7 @@ from registry import BUILTIN
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SHARDING = ROOT / "docs" / "sharding.md"
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda table: table.marker)
@@ -73,11 +75,31 @@ def test_sharded_scrape_configurations_pass_promtool(tmp_path: Path) -> None:
             assert static["labels"]["cluster"]
         for sd in job.get("file_sd_configs", []):
             sd["files"] = [str(sd_folder / "*.json")]
-        config["rule_files"] = [str(ROOT / "alerts" / "orpycamcp.rules.yml")]
-        path = tmp_path / f"prometheus-{number}.yml"
-        path.write_text(yaml.safe_dump(config))
-        result = subprocess.run(
-            [tool("promtool"), "check", "config", str(path)], capture_output=True, text=True, timeout=120, check=False
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "SUCCESS" in result.stdout
+        _assert_promtool_accepts(config, tmp_path / f"prometheus-{number}.yml")
+
+
+def _assert_promtool_accepts(config: dict[str, Any], path: Path) -> None:
+    """`promtool check config` accepts the configuration, with the shipped rules in place of its rule files."""
+    config["rule_files"] = [str(ROOT / "alerts" / "orpycamcp.rules.yml")]
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [tool("promtool"), "check", "config", str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.parametrize("page", [README, DEPLOYMENT], ids=lambda page: page.name)
+def test_scrape_configuration_passes_promtool(page: Path, tmp_path: Path) -> None:
+    """The scrape configuration a reader copies names the job the rules select, with a timeout below the interval."""
+    blocks = [
+        block
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)
+        if "scrape_configs" in block
+    ]
+    assert len(blocks) == 1, f"{page.name} should show one scrape configuration"
+    config = yaml.safe_load(blocks[0])
+    (job,) = config["scrape_configs"]
+    assert job["job_name"] == "orpycamcp-exporter"
+    assert int(job["scrape_timeout"].rstrip("s")) < int(job["scrape_interval"].rstrip("s"))
+    _assert_promtool_accepts(config, tmp_path / "prometheus.yml")
