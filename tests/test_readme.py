@@ -1,4 +1,4 @@
-"""The README and the runbook show the registry, the options and the failure
+"""The README, docs/configuration.md and the runbook show the registry, the options and the failure
 reasons exactly as the code has them, and the README's configuration examples
 are valid."""
 
@@ -19,6 +19,7 @@ from exporter.tools.reference import metrics_table, options_table, reasons_table
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RUNBOOK = ROOT / "docs" / "runbook.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
 
 
 def _between(text: str, name: str) -> str:
@@ -34,7 +35,8 @@ def test_metrics_table_matches_the_registry() -> None:
 
 
 def test_options_table_matches_the_settings() -> None:
-    assert _between(README.read_text(), "options-table") == options_table()
+    """Regenerate with `python -m exporter.tools.reference options`."""
+    assert _between(CONFIGURATION.read_text(), "options-table") == options_table()
 
 
 def test_readme_opens_with_the_two_commands() -> None:

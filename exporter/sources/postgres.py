@@ -75,15 +75,17 @@ class PoolMode(StrEnum):
     TRANSACTION = "transaction"  # nothing: a transaction pooler
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PostgresSettings:
+    """Built from the options that feed it (exporter.settings), which hold every default."""
+
     url: str
-    max_connections: int = 2
-    batch_size: int = 250
-    idle_close_seconds: float = 90.0
-    max_queries_per_connection: int = 50_000
+    max_connections: int
+    batch_size: int
+    idle_close_seconds: float
+    max_queries_per_connection: int
+    pool_mode: PoolMode
     application_name: str = "orpycamcp-exporter"
-    pool_mode: PoolMode = PoolMode.SESSION
 
 
 def milliseconds(seconds: float) -> str:

@@ -1,8 +1,11 @@
-"""The registry and the options as markdown tables: the README shows exactly
-these (a test keeps them equal), and `orpycamcp-exporter metrics` prints them."""
+"""The registry, the options and the reasons as markdown tables: README.md,
+docs/configuration.md and docs/runbook.md show exactly these (tests keep them
+equal), and `orpycamcp-exporter metrics` prints the first.
+`python -m exporter.tools.reference options|reasons` prints the others."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 from exporter.settings import OPTIONS
@@ -49,11 +52,13 @@ def _product_size(combinations: tuple[tuple[str, ...], ...]) -> int:
 
 
 def options_table() -> str:
-    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    """Every option as declared (docs/configuration.md shows it): the environment
+    variable of the rule first, then the other names also read."""
+    rows = ["| flag | environment | default | accepts | meaning |", "|---|---|---|---|---|"]
     for option in OPTIONS:
-        default = f"`{option.default}`" if option.default is not None else "–"
-        env = f"`{option.env}`" if option.env else "–"
-        rows.append(f"| `{option.flag}` | {env} | {default} | {option.help} |")
+        default = f"`{option.default}`" if option.default is not None else option.default_doc or "–"
+        env = f"`{option.env}`" + "".join(f"<br>also `{alias}`" for alias in option.aliases)
+        rows.append(f"| `{option.flag}` | {env} | {default} | {option.parse.kind} | {option.help} |")
     return "\n".join(rows) + "\n"
 
 
@@ -64,3 +69,7 @@ def reasons_table() -> str:
         redis_text = f"<br>{REDIS_HINTS[reason]}" if reason in REDIS_HINTS else ""
         rows.append(f"| `{reason}` | {text}{redis_text} |")
     return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print({"options": options_table, "reasons": reasons_table}[sys.argv[1]](), end="")

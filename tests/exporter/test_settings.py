@@ -15,7 +15,7 @@ DB = "postgresql://u:secret@db:5432/platform"
 
 def test_defaults() -> None:
     settings = load({"database_url": DB}, {})
-    assert (settings.listen_host, settings.listen_port) == ("0.0.0.0", 9874)
+    assert (settings.listen_host, settings.listen_port) == ("", 9874)
     assert settings.signals == ("dlq", "preservation", "audit_chain")
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
     assert settings.max_connections == 2
@@ -193,7 +193,7 @@ def test_database_urls_asyncpg_accepts_are_accepted(url: str) -> None:
 def test_database_urls_asyncpg_refuses_are_refused_with_the_reason(url: str, reason: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load({"database_url": url}, {})
-    assert raised.value.setting == "--database-url (DATABASE_URL)"
+    assert raised.value.setting == "--database-url (ORPYCAMCP_DATABASE_URL)"
     assert reason in str(raised.value)
     assert "secret" not in str(raised.value)
     assert "cret" not in str(raised.value).replace("--", "")
@@ -224,9 +224,9 @@ def test_urls_from_files_trailing_newline_ignored(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("values", "env", "setting", "reason"),
     [
-        ({"database_url": DB, "database_url_file": "F"}, {}, "--database-url (DATABASE_URL)", "not both"),
-        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database-url (DATABASE_URL)", "not both"),
-        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis-url (REDIS_URL)", "not both"),
+        ({"database_url": DB, "database_url_file": "F"}, {}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis-url (ORPYCAMCP_REDIS_URL)", "not both"),
         ({"database_url_file": "MISSING"}, {}, "--database-url-file", "cannot read MISSING: No such file"),
         ({"database_url_file": "EMPTY"}, {}, "--database-url-file", "EMPTY is empty"),
         ({"redis_url_file": "MISSING"}, {"DATABASE_URL": DB}, "--redis-url-file", "cannot read MISSING"),
