@@ -18,7 +18,7 @@ from exporter.arguments import PROG, build_parser, command_parser, option_values
 from exporter.backlogs import load_backlogs
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
-from exporter.settings import Settings, describe, load, load_some
+from exporter.settings import OPTIONS_BY_NAME, Settings, describe, load, load_some
 from exporter.tools.reference import metrics_table
 
 
@@ -60,8 +60,8 @@ def refuse(exc: ConfigError | ListenError, values: Mapping[str, Any]) -> int:
     errors = exc.errors if isinstance(exc, InvalidSettings) else (exc,)
     try:
         log_format = load_some(values, os.environ, ["log_format"])["log_format"]
-    except ConfigError:
-        log_format = "text"
+    except ConfigError:  # itself invalid: its default
+        log_format = OPTIONS_BY_NAME["log_format"].default
     logs.startup_failure([str(error) for error in errors], log_format, PROG)
     return 2
 
