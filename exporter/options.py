@@ -152,10 +152,11 @@ def option(
     default_doc: str | None = None,
     aliases: tuple[str, ...] = (),
     feeds: tuple[str, ...] = (),
+    secret: bool = False,
 ) -> Any:
-    """A settings field declared as an option (see Option)."""
+    """A settings field declared as an option (see Option); a secret one is left out of repr()."""
     declared = Option(flag, parse, help, metavar, default, default_doc, aliases, feeds)
-    return dataclasses.field(metadata={OPTION_KEY: declared})
+    return dataclasses.field(metadata={OPTION_KEY: declared}, repr=not secret)
 
 
 def declared(settings_class: type[Any]) -> tuple[Option[Any], ...]:

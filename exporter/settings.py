@@ -137,6 +137,7 @@ class Settings:
         metavar="URL",
         aliases=("DATABASE_URL",),
         feeds=("PostgresSettings.url",),
+        secret=True,
     )
     database_url_file: str | None = option(
         "--database-url-file",
@@ -152,6 +153,7 @@ class Settings:
         metavar="URL",
         aliases=("REDIS_URL",),
         feeds=("RedisSettings.url",),
+        secret=True,
     )
     redis_url_file: str | None = option(
         "--redis-url-file",
@@ -215,7 +217,7 @@ class Settings:
         Count(1, 10_000_000),
         "replace a connection after this many statements, bounding the memory its backend holds",
         metavar="N",
-        default="50000",
+        default="20000",
         aliases=("ORPYCAMCP_DATABASE_MAX_QUERIES",),
         feeds=("PostgresSettings.max_queries_per_connection",),
     )
@@ -318,7 +320,8 @@ class _Reading:
     def _text(self, item: Option[Any], given: Any) -> str | None:
         if isinstance(given, list | tuple):
             if len(given) > 1:
-                self.refuse(item.name, f"given {len(given)} times ({', '.join(map(repr, given))}): give it once")
+                # The values are not repeated: one of them may be a URL with its password.
+                self.refuse(item.name, f"given {len(given)} times: give it once")
                 return None
             given = given[0] if given else None
         if given is not None:

@@ -38,7 +38,7 @@ import itertools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import asyncpg
@@ -79,7 +79,7 @@ class PoolMode(StrEnum):
 class PostgresSettings:
     """Built from the options that feed it (exporter.settings), which hold every default."""
 
-    url: str
+    url: str = field(repr=False)  # it may hold the password
     max_connections: int
     batch_size: int
     idle_close_seconds: float

@@ -210,3 +210,12 @@ def test_the_components_take_the_declared_defaults() -> None:
     assert checked >= 8
     # The derived default: idle close is three TTLs, the TTL's declared default being 30 s.
     assert sources.postgres.settings.idle_close_seconds == 3 * float(OPTIONS_BY_NAME["ttl"].default or "nan")
+
+
+def test_the_urls_stay_out_of_repr() -> None:
+    settings = load({"database_url": DB, "redis_url": "redis://:secret@r:6379/0"}, {})
+    sources = build_sources(settings)
+    assert sources.postgres is not None
+    assert sources.redis is not None
+    for shown in (repr(settings), repr(sources.postgres.settings), repr(sources.redis.settings)):
+        assert "secret" not in shown

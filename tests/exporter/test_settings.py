@@ -332,6 +332,8 @@ def test_a_url_refused_is_not_also_reported_missing() -> None:
     [
         (["--web.listen-address", "127.0.0.1:9874", "--web.listen-address", "127.0.0.1:9875"], {}, "give it once"),
         (["--web.listen-address", "127.0.0.1:9874,127.0.0.1:9875"], {}, "give one HOST:PORT"),
+        # With the URL the test adds: given twice, and neither value (nor its password) repeated.
+        (["--database-url", DB], {}, "--database-url (ORPYCAMCP_DATABASE_URL): given 2 times: give it once"),
         (["--web.listen-address", "exporter.invalid:9874"], {}, "cannot resolve the host 'exporter.invalid'"),
         ([], {"ORPYCAMCP_DATABASE_URL_FILE": "SPACED"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): SPACED"),
         ([], {"DATABASE_URL_FILE": "BADPORT"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): BADPORT"),
