@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import urllib.parse
@@ -385,3 +386,15 @@ def test_a_url_file_is_read_without_the_whitespace_around_it(tmp_path: Path) -> 
     settings = load({"database_url_file": str(tmp_path / "db")}, {})
     assert settings.database_url == DB
     assert urllib.parse.urlsplit(settings.database_url).path == "/platform"
+
+
+def test_an_address_in_use_is_a_json_line_under_json_logs() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = exporter("--log-format", "json", "--web.listen-address", address, "--database-url", DB)
+    assert done.returncode == 2
+    (entry,) = [json.loads(line) for line in done.stderr.splitlines()]
+    assert entry["level"] == "error"
+    assert entry["msg"].startswith(f"cannot listen on {address}: the address is already in use")
