@@ -326,13 +326,15 @@ class _Reading:
             given = given[0] if given else None
         if given is not None:
             return str(given)
-        found = {name: self.env[name] for name in item.envs if name in self.env}
+        present = [name for name in item.envs if name in self.env]
+        # An empty variable (a template left blank) does not disagree with a set one.
+        found = {name: self.env[name] for name in present if self.env[name] != ""}
         if len(set(found.values())) > 1:
             self.refuse(item.name, f"{' and '.join(found)} disagree: set one of them")
             return None
         if found:
             return next(iter(found.values()))
-        return item.default
+        return "" if present else item.default
 
     def _parse(self, item: Option[Any], given: Any) -> Any:
         text = self._text(item, given)

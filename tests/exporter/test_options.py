@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from exporter.cache import SignalCache
+from exporter.errors import InvalidSettings
 from exporter.http.limits import bounded_protocol
 from exporter.service import build_sources, timeouts_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings, load
@@ -64,7 +65,8 @@ def test_earlier_names_are_read_as_aliases(alias: str, name: str, value: str, ex
 
 def test_the_rule_name_and_an_alias_must_agree() -> None:
     assert load({}, {"DATABASE_URL": DB, "ORPYCAMCP_DATABASE_URL": DB}).database_url == DB
-    with pytest.raises(Exception, match="ORPYCAMCP_TTL and METRICS_TTL_SECONDS disagree"):
+    assert load({}, {"DATABASE_URL": DB, "ORPYCAMCP_DATABASE_URL": ""}).database_url == DB
+    with pytest.raises(InvalidSettings, match="ORPYCAMCP_TTL and METRICS_TTL_SECONDS disagree"):
         load({"database_url": DB}, {"ORPYCAMCP_TTL": "20", "METRICS_TTL_SECONDS": "40"})
 
 
