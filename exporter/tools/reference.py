@@ -1,11 +1,9 @@
-"""The registry, the options and the reasons as markdown tables: README.md,
-docs/configuration.md and docs/runbook.md show exactly these (tests keep them
-equal), and `orpycamcp-exporter metrics` prints the first.
-`python -m exporter.tools.reference options|reasons` prints the others."""
+"""The registry, the options and the failure reasons as markdown tables: the
+README and docs/ show exactly these (`python -m devkit.doctables` writes them,
+a test keeps them equal), and `orpycamcp-exporter metrics` prints the registry."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 
 from exporter.settings import OPTIONS
@@ -69,7 +67,3 @@ def reasons_table() -> str:
         redis_text = f"<br>{REDIS_HINTS[reason]}" if reason in REDIS_HINTS else ""
         rows.append(f"| `{reason}` | {text}{redis_text} |")
     return "\n".join(rows) + "\n"
-
-
-if __name__ == "__main__":
-    print({"options": options_table, "reasons": reasons_table}[sys.argv[1]](), end="")
