@@ -3,6 +3,7 @@ that does not resolve is refused in the words check-config uses."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import pytest
@@ -19,8 +20,7 @@ def _connects(family: socket.AddressFamily, host: str, port: int) -> bool:
 
 def test_an_empty_host_accepts_ipv4_and_ipv6() -> None:
     # Port 0: a free port; the socket is closed as soon as both loopbacks have connected.
-    listener = bind("", 0)
-    try:
+    with contextlib.closing(bind("", 0)) as listener:
         listener.listen(4)
         port = listener.getsockname()[1]
         assert listener.family == socket.AF_INET6
@@ -28,19 +28,12 @@ def test_an_empty_host_accepts_ipv4_and_ipv6() -> None:
         assert _connects(socket.AF_INET, "127.0.0.1", port)
         assert _connects(socket.AF_INET6, "::1", port)
         assert listening_on(listener) == f":{port} (every interface, IPv4 and IPv6)"
-    finally:
-        listener.close()
 
 
 def test_a_named_address_listens_there_only() -> None:
-    listener = bind("127.0.0.1", 0)
-    try:
-        listener.listen(4)
-        port = listener.getsockname()[1]
+    with contextlib.closing(bind("127.0.0.1", 0)) as listener:
         assert listener.family == socket.AF_INET
-        assert listening_on(listener) == f"127.0.0.1:{port}"
-    finally:
-        listener.close()
+        assert listening_on(listener) == f"127.0.0.1:{listener.getsockname()[1]}"
 
 
 def test_an_unresolvable_host_is_refused_naming_it() -> None:
