@@ -22,6 +22,9 @@ HINTS: dict[Reason, str] = {
     Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
     Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
     " or raise the deadline (below the TTL)",
+    Reason.SCRAPE_TIMEOUT: "the measurement had not finished when the scrape's own timeout ran out"
+    " (X-Prometheus-Scrape-Timeout-Seconds less 0.5 s); it goes on and serves the next scrape: give the job"
+    " a scrape_timeout above --deadline",
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
     f" ({PG_LOCKS}) or raise --deadline",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",
@@ -72,14 +75,14 @@ REDIS_ACL = (
 # Where the same reason means something else on Redis.
 REDIS_HINTS: dict[Reason, str] = {
     Reason.TIMEOUT: "Redis did not answer within --deadline: look at SLOWLOG GET and the latency"
-    " (redis-cli --latency), or raise the deadline (below the TTL)",
+    " (LATENCY DOCTOR), or raise the deadline (below the TTL)",
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
     f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
     " in --redis-url (or its file) against the server's requirepass or ACL; sentinels with a password of their"
     " own take it as ?sentinel_username=...&sentinel_password=... in the redis+sentinel:// URL",
     Reason.CONNECTION_ERROR: "check host, port and that Redis accepts connections from here (bind,"
-    " protected-mode; TLS: a rediss:// URL and the --redis.tls-* flags); with Sentinel the detail names each"
+    " protected-mode; TLS: a rediss:// URL and --redis.tls-ca-file); with Sentinel the detail names each"
     " sentinel and what went wrong",
 }
 
