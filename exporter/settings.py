@@ -88,7 +88,7 @@ class RedisUrl:
         try:
             parse_redis_url(raw)
         except InvalidRedisUrl as exc:
-            raise Refused(f"{exc.shown_url}: {exc.problem}") from None
+            raise Refused(exc.problem) from None
         return raw
 
 

@@ -140,5 +140,6 @@ def test_check_config_and_serve_refuse_alike(url: str) -> None:
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+        assert done.stderr.count("redis://127.0.0.1") == 1, done.stderr
         outputs.append(done.stderr)
     assert outputs[0] == outputs[1]
