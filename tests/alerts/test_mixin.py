@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +71,63 @@ def test_a_broken_config_is_one_clear_error() -> None:
     tool("jsonnet")
     with pytest.raises(mixin.MixinError, match="not a one-unit duration"):
         mixin.evaluate({"dlqOldestPendingAge": "1h30m"})
+
+
+# --- another job name and cluster label, rendered from the mixin --------------------
+
+RENAMED_CONFIG = {"orpycamcpSelector": 'job="orpycamcp"', "clusterLabel": "k8s_cluster"}
+RULE_TESTS = sorted((REPO_ROOT / "alerts" / "tests").glob("*.test.yml"))
+RENAMES = (
+    (re.compile(r'\bjob="orpycamcp-exporter"'), 'job="orpycamcp"'),
+    (re.compile(r"^(\s+)job: orpycamcp-exporter$", re.MULTILINE), r"\1job: orpycamcp"),
+    (re.compile(r"\bjob orpycamcp-exporter\b"), "job orpycamcp"),
+    (re.compile(r'(?<![\w$])cluster="'), 'k8s_cluster="'),
+    (re.compile(r"^(\s+)cluster:", re.MULTILINE), r"\1k8s_cluster:"),
+)
+
+
+def renamed(text: str) -> str:
+    """A promtool test file for targets of job `orpycamcp` whose cluster label is `k8s_cluster`."""
+    for pattern, replacement in RENAMES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def promtool_on(rules: str, tests: list[Path], directory: Path) -> subprocess.CompletedProcess[str]:
+    """Runs the renamed copies of `tests` against `rules` (each test names ../orpycamcp.rules.yml)."""
+    (directory / "orpycamcp.rules.yml").write_text(rules, encoding="utf-8")
+    (directory / "tests").mkdir()
+    copies = []
+    for path in tests:
+        copy = directory / "tests" / path.name
+        copy.write_text(renamed(path.read_text(encoding="utf-8")), encoding="utf-8")
+        copies.append(str(copy))
+    return subprocess.run(
+        [tool("promtool"), "test", "rules", *copies], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_renamed_job_and_cluster_label_pass_every_rule_test(tmp_path: Path) -> None:
+    """The whole promtool suite, renamed, passes against the mixin rendered for those names."""
+    tool("jsonnet")
+    assert any(path.name == "replicas.test.yml" for path in RULE_TESTS)
+    for path in RULE_TESTS:
+        text = renamed(path.read_text(encoding="utf-8"))
+        assert 'job="orpycamcp-exporter"' not in text, path.name
+        assert not re.search(r"(?<![\w$])cluster=|^\s+cluster:", text, re.MULTILINE), path.name
+    assert (
+        renamed((REPO_ROOT / "alerts/tests/replicas.test.yml").read_text(encoding="utf-8")).count("k8s_cluster=") > 50
+    )
+    rules = mixin.render(RENAMED_CONFIG)[Path("alerts/orpycamcp.rules.yml")]
+    result = promtool_on(rules, RULE_TESTS, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
+
+
+def test_renamed_rule_tests_fail_against_the_default_rules(tmp_path: Path) -> None:
+    """Without the override, a job named otherwise gets nothing: the renamed tests see it."""
+    tool("jsonnet")
+    replicas = [path for path in RULE_TESTS if path.name == "replicas.test.yml"]
+    result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path)
+    assert result.returncode != 0
+    assert "OrpycamcpDlqPendingTooLong" in result.stdout + result.stderr
