@@ -1,6 +1,7 @@
 """Renders the monitoring mixin (mixin/) into the plain files users load without jsonnet.
 
-    python -m devkit.mixin            # rewrite alerts/orpycamcp.rules.yml and grafana/dashboards/*.json
+    python -m devkit.mixin    # rewrite alerts/orpycamcp.rules.yml, grafana/dashboards/*.json and
+                              # deploy/kubernetes/base/prometheusrule.yaml
 
 The checked-in files are this rendering of the default `_config`; the test suite
 renders again and fails on any difference. `render(config)` renders another
@@ -25,6 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MIXIN_DIR = REPO_ROOT / "mixin"
 RULES_PATH = REPO_ROOT / "alerts" / "orpycamcp.rules.yml"
 DASHBOARDS_DIR = REPO_ROOT / "grafana" / "dashboards"
+PROMETHEUS_RULE_PATH = REPO_ROOT / "deploy" / "kubernetes" / "base" / "prometheusrule.yaml"
 
 RULES_HEADER = """\
 # Prometheus recording and alerting rules for orpycamcp-exporter.
@@ -39,6 +41,12 @@ RULES_HEADER = """\
 # instance, pod, namespace or any other target label never splits a cluster.
 # Platform totals over clusters (`:total`) are present only when complete.
 """
+PROMETHEUS_RULE_HEADER = """\
+# The rules of alerts/orpycamcp.rules.yml as a Prometheus Operator PrometheusRule.
+# Rendered from the monitoring mixin (mixin/) by `python -m devkit.mixin`: do not
+# edit by hand.
+"""
+LABELS = {"app.kubernetes.io/name": "orpycamcp-exporter", "app.kubernetes.io/component": "exporter"}
 # Rule keys in the order a reader expects them, not jsonnet's alphabetical one.
 RULE_KEYS = ("record", "alert", "expr", "for", "keep_firing_for", "labels", "annotations")
 LABEL_KEYS = ("severity", "signal", "orpycamcp_role")
@@ -116,21 +124,32 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _RulesDumper.add_representer(str, _represent_str)
 
 
-def rules_yaml(rendering: Rendering) -> str:
-    """One Prometheus rule file: the recording groups, then the alerting groups."""
-    groups = [
+def rule_groups(rendering: Rendering) -> list[dict[str, Any]]:
+    """The recording groups, then the alerting groups."""
+    return [
         {"name": group["name"], "rules": [_rule(rule) for rule in group["rules"]]}
         for group in (*rendering.rules["groups"], *rendering.alerts["groups"])
     ]
-    body = yaml.dump(
-        {"groups": groups},
-        Dumper=_RulesDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=float("inf"),
-        indent=2,
-    )
-    return RULES_HEADER + "\n" + body
+
+
+def _yaml(document: Mapping[str, Any]) -> str:
+    return yaml.dump(document, Dumper=_RulesDumper, sort_keys=False, allow_unicode=True, width=float("inf"), indent=2)
+
+
+def rules_yaml(rendering: Rendering) -> str:
+    """One Prometheus rule file."""
+    return RULES_HEADER + "\n" + _yaml({"groups": rule_groups(rendering)})
+
+
+def prometheus_rule_yaml(rendering: Rendering) -> str:
+    """The same groups as the spec of a PrometheusRule."""
+    document = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "orpycamcp-exporter", "labels": dict(LABELS)},
+        "spec": {"groups": rule_groups(rendering)},
+    }
+    return PROMETHEUS_RULE_HEADER + _yaml(document)
 
 
 def dashboard_json(dashboard: Mapping[str, Any]) -> str:
@@ -140,7 +159,10 @@ def dashboard_json(dashboard: Mapping[str, Any]) -> str:
 def render(config: Mapping[str, Any] | None = None) -> dict[Path, str]:
     """Every file of the plain rendering, by its path relative to the repository."""
     rendering = evaluate(config)
-    files = {RULES_PATH.relative_to(REPO_ROOT): rules_yaml(rendering)}
+    files = {
+        RULES_PATH.relative_to(REPO_ROOT): rules_yaml(rendering),
+        PROMETHEUS_RULE_PATH.relative_to(REPO_ROOT): prometheus_rule_yaml(rendering),
+    }
     for name, dashboard in rendering.dashboards.items():
         files[(DASHBOARDS_DIR / name).relative_to(REPO_ROOT)] = dashboard_json(dashboard)
     return files
