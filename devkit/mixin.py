@@ -70,17 +70,13 @@ class Rendering:
     dashboards: dict[str, Any]
 
 
-def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
-    """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`."""
+def _jsonnet(*arguments: str) -> Any:
+    """The JSON value of one jsonnet evaluation in mixin/."""
     jsonnet = shutil.which("jsonnet")
     if jsonnet is None:
         raise MixinError("the jsonnet command is not installed (Debian package jsonnet)")
-    program = (
-        '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
-        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards } }).out"
-    )
     result = subprocess.run(
-        [jsonnet, "-J", str(MIXIN_DIR), "--ext-code", f"config={json.dumps(dict(config or {}))}", "-e", program],
+        [jsonnet, "-J", str(MIXIN_DIR), *arguments],
         cwd=MIXIN_DIR,
         capture_output=True,
         text=True,
@@ -91,8 +87,23 @@ def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
         # jsonnet's first line says what is wrong; the rest is its stack trace.
         lines = result.stderr.strip().splitlines()
         raise MixinError(lines[0].removeprefix("RUNTIME ERROR: ") if lines else f"jsonnet exited {result.returncode}")
-    document = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
+    """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`."""
+    program = (
+        '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
+        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards } }).out"
+    )
+    document = _jsonnet("--ext-code", f"config={json.dumps(dict(config or {}))}", "-e", program)
     return Rendering(document["rules"], document["alerts"], document["dashboards"])
+
+
+def default_config() -> dict[str, Any]:
+    """The mixin's `_config` with its defaults."""
+    config: dict[str, Any] = _jsonnet("-e", '(import "mixin.libsonnet")._config')
+    return config
 
 
 def _ordered(mapping: Mapping[str, Any], first: tuple[str, ...]) -> dict[str, Any]:

@@ -132,3 +132,21 @@ def test_renamed_rule_tests_fail_against_the_default_rules(tmp_path: Path) -> No
     result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path)
     assert result.returncode != 0
     assert "OrpycamcpDlqPendingTooLong" in result.stdout + result.stderr
+
+
+CONFIG_ROW = re.compile(r"^\| (`\w+`(?:, `\w+`)*) \| (.+?) \| .+ \|$", re.MULTILINE)
+
+
+def test_the_guide_lists_every_config_field_with_its_default() -> None:
+    """docs/alerts-and-dashboard.md: one table row per `_config` field (or fields sharing a row), defaults included."""
+    tool("jsonnet")
+    config = mixin.default_config()
+    guide = (REPO_ROOT / "docs" / "alerts-and-dashboard.md").read_text(encoding="utf-8")
+    listed: dict[str, str] = {}
+    for fields, defaults in CONFIG_ROW.findall(guide):
+        for field in re.findall(r"`(\w+)`", fields):
+            listed[field] = defaults
+    assert set(listed) == set(config)
+    for field, default in config.items():
+        shown = default if isinstance(default, str) else json.dumps(default)
+        assert f"`{shown}`" in listed[field] or (shown == "" and '`""`' in listed[field]), (field, listed[field])
