@@ -7,6 +7,8 @@ import logging
 import sys
 import time
 
+from exporter.printable import printable
+
 STRUCTURED_KEYS = ("signal", "reason", "duration_ms", "tenants", "url")
 
 
@@ -26,12 +28,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class TextFormatter(logging.Formatter):
+    """One line per record: control characters in the message (a tenant slug or a
+    server's error text can hold a newline or a terminal escape) are escaped, so
+    no message can forge a line; a traceback keeps its own lines."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
 def configure(log_format: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

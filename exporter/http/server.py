@@ -23,6 +23,7 @@ from exporter.http.limits import BoundedHttpToolsProtocol, bounded_protocol
 from exporter.http.listen import bind, show_address
 from exporter.http.reload import ReloadingWebConfig, StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import TlsConfig, WebConfig
+from exporter.process import ProcessTail
 from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import Settings
@@ -76,7 +77,14 @@ def uvicorn_config(
         backlog=4096,
     )
     source = web if not isinstance(web, WebConfig) else StaticWebConfig(web)
-    app = create_app(exporter, source, book.tail if book is not None else None)
+    process = ProcessTail()
+    connections = book.tail if book is not None else bytes
+
+    def tail() -> bytes:
+        # Registry order: the connection families, then the process families.
+        return connections() + process.tail()
+
+    app = create_app(exporter, source, tail)
     current = source.current()
     if current.tls is None:
         return uvicorn.Config(app, **options)
