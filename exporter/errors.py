@@ -63,6 +63,18 @@ class ConfigError(Exception):
         super().__init__(printable(_capped(f"invalid setting {setting}: {problem}")))
 
 
+class InvalidSettings(ConfigError):
+    """Every invalid setting found at once, one line each (`setting` and `problem`: the first)."""
+
+    def __init__(self, errors: tuple[ConfigError, ...]) -> None:
+        self.errors = errors
+        super().__init__(errors[0].setting, errors[0].problem)
+        self.args = ("\n".join(str(error) for error in errors),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(error) for error in self.errors)
+
+
 class ListenError(Exception):
     """The listen address cannot be bound; the process exits 2 before serving anything."""
 

@@ -6,9 +6,11 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Sequence
 
 from exporter.printable import printable
 
+STARTUP_LOGGER = "orpycamcp.config"
 STRUCTURED_KEYS = ("signal", "reason", "duration_ms", "tenants", "url")
 
 
@@ -50,3 +52,15 @@ def configure(log_format: str, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def startup_failure(messages: Sequence[str], log_format: str, prog: str) -> None:
+    """Why the process does not start, one line per message on stderr: JSON lines
+    like every other log line when the log format is json, else `prog: message`."""
+    formatter = JsonFormatter()
+    for message in messages:
+        if log_format == "json":
+            record = logging.LogRecord(STARTUP_LOGGER, logging.ERROR, __file__, 0, message, None, None)
+            print(formatter.format(record), file=sys.stderr)
+        else:
+            print(f"{prog}: {printable(message)}", file=sys.stderr)
