@@ -271,7 +271,10 @@ def test_serves_exact_values_restricted_like_the_kubernetes_deployment(
         "user": USER,
         "volumes": {str(urls): {"bind": mounted, "mode": "ro"}},
     }
-    file_env = {"DATABASE_URL_FILE": f"{mounted}/database-url", "REDIS_URL_FILE": f"{mounted}/redis-url"}
+    file_env = {
+        "ORPYCAMCP_DATABASE_URL_FILE": f"{mounted}/database-url",
+        "ORPYCAMCP_REDIS_URL_FILE": f"{mounted}/redis-url",
+    }
     exporter = start_exporter(["serve"], file_env, free_port(), options=restricted)
     host_config = exporter.container.attrs["HostConfig"]
     assert host_config["ReadonlyRootfs"] is True
