@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.run import Spread, execute
+from bench.figures import Spread
+from bench.machine import execute
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import (
     KYC_BACKLOG,
