@@ -17,6 +17,10 @@ local lib = import 'lib.libsonnet';
   local up = 'up' + lib.selector(c),
   local inCluster = lib.withCluster(c, ' in cluster '),
   local commaCluster = lib.withCluster(c, ', cluster '),
+  // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
+  // read when the alert is sent: one word per reason, whatever the replicas.
+  local failureReasons =
+    '{{ with printf "max by (reason) (orpycamcp_signal_failure_info{job=%%q, %s=%%q, signal=%%q})" $labels.job $labels.%s $labels.signal | query }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [c.clusterLabel, c.clusterLabel],
 
   local alert(name, severity, role, expr, summary, description, labels={}, forDuration=null, keepFiring=false) = {
     alert: name,
@@ -88,7 +92,7 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpSignalUnmeasured', 'warning', 'unmeasured',
             'orpycamcp:signal_measured:max == 0',
             'An orpycamcp signal cannot be measured; its value is unknown.',
-            'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again.' % [commaCluster, lib.words(c.signalUnmeasuredFor)],
+            'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
           ),
           alert(

@@ -4,6 +4,48 @@
 function(c)
   local q = { cluster: c.clusterLabel, selector: c.orpycamcpSelector };
   local runbook = std.split(c.runbookUrlPattern, '#')[0];
+  local datasource = { type: "prometheus", uid: "${datasource}" };
+  local target(expr, legend, refId='A') = {
+    datasource: datasource,
+    expr: expr,
+    legendFormat: legend,
+    refId: refId,
+    range: true,
+    instant: false,
+    editorMode: "code",
+  };
+  // A time series of the exporter process itself, per replica.
+  local processPanel(id, title, description, unit, x, targets) = {
+    id: id,
+    type: "timeseries",
+    title: title,
+    description: description,
+    datasource: datasource,
+    gridPos: { x: x, y: 94, w: 6, h: 6 },
+    fieldConfig: {
+      defaults: {
+        unit: unit,
+        mappings: [],
+        custom: {
+          drawStyle: "line",
+          lineWidth: 1,
+          fillOpacity: 0,
+          showPoints: "never",
+          spanNulls: false,
+          insertNulls: false,
+          axisSoftMin: 0,
+        },
+      },
+      overrides: [],
+    },
+    options: {
+      legend: { displayMode: "list", placement: "bottom", showLegend: true },
+      tooltip: { mode: "multi", sort: "desc" },
+    },
+    targets: targets,
+  };
+  local perReplica(family) =
+    "max by (%(cluster)s, instance) (%(family)s{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\"})" % (q { family: family });
 {
   uid: c.dashboardUid,
   title: c.dashboardTitle,
@@ -200,7 +242,7 @@ function(c)
       gridPos: {
         x: 0,
         y: 0,
-        w: 8,
+        w: 6,
         h: 5,
       },
       fieldConfig: {
@@ -284,6 +326,33 @@ function(c)
       ],
     },
     {
+      id: 37,
+      type: "table",
+      title: "Why unmeasured",
+      description: "For each signal unmeasured now, the reason the exporter gives (orpycamcp_signal_failure_info, per cluster): the same words as its logs, diagnose and the runbook's reasons table. Empty while every signal is measured.",
+      datasource: datasource,
+      gridPos: { x: 6, y: 0, w: 6, h: 5 },
+      fieldConfig: {
+        defaults: {
+          unit: "none",
+          noValue: "every signal measured",
+          mappings: [],
+        },
+        overrides: [],
+      },
+      options: { showHeader: true, cellHeight: "sm" },
+      transformations: [
+        { id: "organize", options: { excludeByName: { Time: true, Value: true } } },
+      ],
+      targets: [
+        target("max by (%(cluster)s, signal, reason) (orpycamcp_signal_failure_info{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\"})" % q, "__auto") {
+          range: false,
+          instant: true,
+          format: "table",
+        },
+      ],
+    },
+    {
       id: 2,
       type: "stat",
       title: "Age of last complete measurement",
@@ -293,9 +362,9 @@ function(c)
         uid: "${datasource}",
       },
       gridPos: {
-        x: 8,
+        x: 12,
         y: 0,
-        w: 8,
+        w: 6,
         h: 5,
       },
       fieldConfig: {
@@ -388,9 +457,9 @@ function(c)
         uid: "${datasource}",
       },
       gridPos: {
-        x: 16,
+        x: 18,
         y: 0,
-        w: 4,
+        w: 3,
         h: 5,
       },
       fieldConfig: {
@@ -483,9 +552,9 @@ function(c)
         uid: "${datasource}",
       },
       gridPos: {
-        x: 20,
+        x: 21,
         y: 0,
-        w: 4,
+        w: 3,
         h: 5,
       },
       fieldConfig: {
@@ -2567,5 +2636,35 @@ function(c)
         },
       ],
     },
+    processPanel(
+      33, "Exporter process CPU",
+      "CPU time the exporter process spends per second (process_cpu_seconds_total), per replica: 100% is one core. A scrape of a cached page costs almost nothing; a steady climb points at refreshes or a flood of requests.",
+      "percentunit", 0,
+      [target("max by (%(cluster)s, instance) (rate(process_cpu_seconds_total{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\"}[$__rate_interval]))" % q, "{{%(cluster)s}} {{instance}}" % q)],
+    ),
+    processPanel(
+      34, "Exporter process memory",
+      "Resident (process_resident_memory_bytes) and virtual (process_virtual_memory_bytes) memory of the exporter process, per replica. Resident memory is what the container's memory limit counts.",
+      "bytes", 6,
+      [
+        target(perReplica("process_resident_memory_bytes"), "resident {{%(cluster)s}} {{instance}}" % q),
+        target(perReplica("process_virtual_memory_bytes"), "virtual {{%(cluster)s}} {{instance}}" % q, "B"),
+      ],
+    ),
+    processPanel(
+      35, "Exporter file descriptors",
+      "File descriptors the exporter process holds open (process_open_fds) beside its limit (process_max_fds), per replica. Idle HTTP connections and database connections each hold one.",
+      "short", 12,
+      [
+        target(perReplica("process_open_fds"), "open {{%(cluster)s}} {{instance}}" % q),
+        target(perReplica("process_max_fds"), "limit {{%(cluster)s}} {{instance}}" % q, "B"),
+      ],
+    ),
+    processPanel(
+      36, "Exporter uptime",
+      "Time since each exporter process started (process_start_time_seconds), per replica. A saw-tooth means restarts: look at the container's exit reason.",
+      "s", 18,
+      [target("time() - " + perReplica("process_start_time_seconds"), "{{%(cluster)s}} {{instance}}" % q)],
+    ),
   ],
 }
