@@ -36,9 +36,12 @@ class Reason(StrEnum):
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
     TRANSACTION_POOLER = "transaction_pooler"
+    # Replicas and standbys, on either source
+    REPLICA_STALE = "replica_stale"
     # Redis
     MISSING_GROUP = "missing_group"
     REDIS_ERROR = "redis_error"
+    CLUSTER_CHANGED = "cluster_changed"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"
 
@@ -150,6 +153,37 @@ class TenantListUnreadable(MeasurementError):
         self.sqlstate = sqlstate
         self.problem = problem
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
+
+
+class ReplicaStale(MeasurementError):
+    """The server read is a replica (or a standby) that may have missed its master's
+    writes for longer than the bound: its values are not presented as current."""
+
+    reason = Reason.REPLICA_STALE
+
+    def __init__(self, signal: str, server: str, state: str, bound: float, setting: str) -> None:
+        self.server = server
+        self.state = state
+        self.bound = bound
+        self.setting = setting
+        super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
+
+
+class ClusterChanged(Exception):
+    """A Redis Cluster node redirected a command (MOVED, ASK) or asked for it again
+    (TRYAGAIN) while one measurement was read: the slot map it was routed by is no
+    longer the cluster's, so none of its replies is kept."""
+
+    reason = Reason.CLUSTER_CHANGED
+
+    def __init__(self, node: str, command: str, redirect: str) -> None:
+        self.node = node
+        self.command = command
+        self.redirect = redirect
+        super().__init__(
+            f"node {node} answered {redirect} to {command}: slots moved during the measurement;"
+            " the slot map is read again for the next one"
+        )
 
 
 class BacklogConfigError(ConfigError):

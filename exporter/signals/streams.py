@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from exporter.errors import ContractViolation
+from exporter.replication import require_fresh
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
@@ -18,12 +19,14 @@ from exporter.sources.redis import StreamsReading
 from registry.families import (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    REDIS_REPLICA_LAG,
     STREAM_OLDEST_PENDING,
     STREAM_PENDING,
 )
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 NAME = "streams"
+MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
 ENTRY_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
 ID_PART_MAX = 2**64 - 1  # both parts of an entry ID are unsigned 64-bit integers
 
@@ -77,11 +80,16 @@ def samples_of(reading: StreamsReading) -> list[Sample]:
         samples.append(Sample(DEADLETTER_ENTRIES.name, (stream,), entries))
         if entries:
             samples.append(Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first)))
+    if reading.replica is not None:
+        samples.append(Sample(REDIS_REPLICA_LAG.name, (), reading.replica.staleness))
     return samples
 
 
 async def measure(sources: Sources) -> list[Sample]:
-    reading = await sources.require_redis(NAME).read(STREAM_GROUPS, DEADLETTER_STREAMS)
+    redis = sources.require_redis(NAME)
+    reading = await redis.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+    # A replica cut from its master too long serves old values as if current.
+    require_fresh(NAME, reading.replica, redis.settings.replica_max_staleness, MAX_STALENESS_SETTING)
     return samples_of(reading)
 
 
