@@ -219,7 +219,8 @@ def start_cluster(masters: int = 3, replicas_per_master: int = 0) -> LocalCluste
             timeout=60,
         )
         if done.returncode != 0:
-            raise ServerUnavailable("Redis Cluster", f"redis-cli --cluster create failed: {done.stdout.decode()[-800:]}")
+            output = done.stdout.decode(errors="replace")[-800:]
+            raise ServerUnavailable("Redis Cluster", f"redis-cli --cluster create failed: {output}")
         cluster = LocalCluster(nodes, masters)
         cluster.wait_ok()
         return cluster

@@ -64,17 +64,16 @@ class ClusterReader:
             if isinstance(outcome, BaseException):
                 raise outcome
         replies: list[object] = [None] * len(commands)
-        first_error: tuple[int, BaseException] | None = None
+        errors: list[tuple[int, BaseException]] = []
         for node, sent in nodes:
-            for command in sent:
-                result = command.result
+            for pipelined in sent:
+                result = pipelined.result
                 for error_type, word in REDIRECTS:
                     if isinstance(result, error_type):
-                        raise ClusterChanged(node.name, " ".join(map(str, command.args[:2])), f"{word} {result}")
+                        raise ClusterChanged(node.name, " ".join(map(str, pipelined.args[:2])), f"{word} {result}")
                 if isinstance(result, BaseException):
-                    if first_error is None or command.position < first_error[0]:
-                        first_error = (command.position, result)
-                replies[command.position] = result
-        if first_error is not None:
-            raise first_error[1]
+                    errors.append((pipelined.position, result))
+                replies[pipelined.position] = result
+        if errors:
+            raise min(errors, key=lambda error: error[0])[1]
         return replies
