@@ -59,12 +59,15 @@ def build_sources(settings: Settings) -> Sources:
                 idle_close_seconds=settings.idle_close,
                 max_queries_per_connection=settings.max_queries,
                 pool_mode=settings.pool_mode,
+                replica_max_staleness=settings.database_replica_max_staleness,
                 **({"application_name": named} if named else {}),
             ),
             timeouts,
         )
     if settings.redis_url is not None:
-        redis = RedisStreams(RedisSettings(url=settings.redis_url), timeouts)
+        redis = RedisStreams(
+            RedisSettings(url=settings.redis_url, replica_max_staleness=settings.redis_replica_max_staleness), timeouts
+        )
     return Sources(postgres=postgres, redis=redis)
 
 

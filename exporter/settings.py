@@ -11,6 +11,7 @@ from typing import Any
 
 from exporter.backlogs import Backlog, load_backlogs
 from exporter.errors import ConfigError
+from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
 from exporter.sources import dsn
@@ -139,6 +140,24 @@ OPTIONS: tuple[Option, ...] = (
         "MODE",
     ),
     Option(
+        "database_replica_max_staleness",
+        "--database.replica-max-staleness",
+        "ORPYCAMCP_DATABASE_REPLICA_MAX_STALENESS_SECONDS",
+        "60",
+        "seconds a hot standby read may lag behind its primary before the database signals are unmeasured"
+        " (replica_stale)",
+        "SECONDS",
+    ),
+    Option(
+        "redis_replica_max_staleness",
+        "--redis.replica-max-staleness",
+        "ORPYCAMCP_REDIS_REPLICA_MAX_STALENESS_SECONDS",
+        "60",
+        "seconds a Redis replica read may have been without word from its master before the streams signal is"
+        " unmeasured (replica_stale)",
+        "SECONDS",
+    ),
+    Option(
         "backlogs_file",
         "--backlogs.config-file",
         "ORPYCAMCP_BACKLOGS_FILE",
@@ -200,6 +219,8 @@ class Settings:
     http_max_connections: int | None = None
     head_timeout: float = 5.0
     backlogs: tuple[Backlog, ...] = ()
+    database_replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
+    redis_replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
 
 
 def describe(name: str) -> str:
@@ -389,4 +410,8 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
         head_timeout=_seconds("head_timeout", required("head_timeout")),
         backlogs=backlogs,
+        database_replica_max_staleness=_seconds(
+            "database_replica_max_staleness", required("database_replica_max_staleness")
+        ),
+        redis_replica_max_staleness=_seconds("redis_replica_max_staleness", required("redis_replica_max_staleness")),
     )
