@@ -7,10 +7,10 @@ for until every node says `cluster_state:ok`. Slots are moved the way
 `redis-cli --cluster reshard` moves them (SETSLOT IMPORTING / MIGRATING,
 MIGRATE, SETSLOT NODE), one step at a time so a test can act in between.
 
-The replica pair is a master and a `--replicaof` replica; its link is cut the
-way a network partition cuts it: the master is paused (SIGSTOP), so the replica
-stops hearing from it and, after `repl-timeout`, marks the link down while it
-keeps serving its now stale data."""
+The replica pair is a master and a `--replicaof` replica; its link is cut by
+pointing the replica at a port nobody listens on (REPLICAOF): as in a network
+partition, it keeps serving the data it has while its master goes on taking
+writes it never receives."""
 
 from __future__ import annotations
 
@@ -133,9 +133,9 @@ class LocalCluster:
 
     # -- resharding, step by step -------------------------------------------------
 
-    def begin_migration(self, slot: int, target: int) -> int:
+    def begin_migration(self, slot: int, target: int, source: int | None = None) -> int:
         """SETSLOT IMPORTING on the target, MIGRATING on the owner; returns the owner's port."""
-        source = self.slot_owner(slot)
+        source = self.slot_owner(slot) if source is None else source
         with self.client(target) as dst, self.client(source) as src:
             dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", self.node_id(source))
             src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", self.node_id(target))
@@ -150,20 +150,18 @@ class LocalCluster:
                 moved.extend(keys)
         return moved
 
-    def end_migration(self, slot: int, target: int) -> None:
-        """SETSLOT NODE on every master (target first, as redis-cli does): the slot is the target's."""
+    def end_migration(self, slot: int, source: int, target: int) -> None:
+        """SETSLOT NODE on the target, then on the source: the slot is the target's
+        (the other masters learn it from the target's bumped epoch)."""
         target_id = self.node_id(target)
-        ordered = [target] + [port for port in self.ports[: self.masters] if port != target]
-        for port in ordered:
-            if port in self.stopped:
-                continue
+        for port in (target, source):
             with self.client(port) as client:
                 client.execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
 
     def migrate_slot(self, slot: int, target: int) -> None:
         source = self.begin_migration(slot, target)
         self.migrate_keys(slot, source, target)
-        self.end_migration(slot, target)
+        self.end_migration(slot, source, target)
         self.wait_ok()
 
     # -- faults --------------------------------------------------------------------
@@ -253,37 +251,25 @@ class ReplicaPair:
         _wait("the replica's link up and caught up", up, within)
 
     def cut(self) -> None:
-        """Pause the master: the replica hears nothing more from it (a partition, not a clean close)."""
-        self.master.pause()
-
-    def wait_link_down(self, within: float = 30.0) -> None:
-        _wait("the replica's link down", lambda: self.link().get("master_link_status") == "down", within)
+        """The replica's master moves where nothing answers: the link is down at once, the data kept."""
+        with _client(self.replica.port) as client:
+            client.replicaof("127.0.0.1", free_port())
+        _wait("the replica's link down", lambda: self.link().get("master_link_status") == "down", 10)
 
     def mend(self) -> None:
-        self.master.resume()
+        with _client(self.replica.port) as client:
+            client.replicaof("127.0.0.1", self.master.port)
+        self.wait_link_up()
 
     def remove(self) -> None:
         self.master.remove()
         self.replica.remove()
 
 
-REPL_TIMEOUT = 2  # seconds without a word from the master before a replica marks its link down
-
-
 def start_replica_pair() -> ReplicaPair:
     master = _start(("--enable-debug-command", "local", "--repl-ping-replica-period", "1"))
     try:
-        replica = _start(
-            (
-                "--replicaof",
-                "127.0.0.1",
-                str(master.port),
-                "--repl-timeout",
-                str(REPL_TIMEOUT),
-                "--enable-debug-command",
-                "local",
-            )
-        )
+        replica = _start(("--replicaof", "127.0.0.1", str(master.port), "--enable-debug-command", "local"))
     except BaseException:
         master.remove()
         raise
