@@ -41,7 +41,7 @@ def _client(port: int) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=port, decode_responses=True, socket_timeout=10)
 
 
-def _start(extra: Sequence[str]) -> LocalRedis:
+def start_redis_with(extra: Sequence[str]) -> LocalRedis:
     base = Path(tempfile.mkdtemp(prefix="orpycamcp-redis-"))
     server = LocalRedis(base=base, port=free_port(), binary=redis_binary(), extra_args=tuple(extra))
     try:
@@ -186,7 +186,7 @@ def start_cluster(masters: int = 3, replicas_per_master: int = 0) -> LocalCluste
     try:
         for _ in range(masters * (1 + replicas_per_master)):
             nodes.append(
-                _start(
+                start_redis_with(
                     (
                         "--cluster-enabled",
                         "yes",
@@ -267,9 +267,9 @@ class ReplicaPair:
 
 
 def start_replica_pair() -> ReplicaPair:
-    master = _start(("--enable-debug-command", "local", "--repl-ping-replica-period", "1"))
+    master = start_redis_with(("--enable-debug-command", "local", "--repl-ping-replica-period", "1"))
     try:
-        replica = _start(("--replicaof", "127.0.0.1", str(master.port), "--enable-debug-command", "local"))
+        replica = start_redis_with(("--replicaof", "127.0.0.1", str(master.port), "--enable-debug-command", "local"))
     except BaseException:
         master.remove()
         raise

@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping, Sequence
 
 from exporter.errors import ContractViolation
-from exporter.replication import require_fresh
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
@@ -26,7 +25,6 @@ from registry.families import (
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 NAME = "streams"
-MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
 ENTRY_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
 ID_PART_MAX = 2**64 - 1  # both parts of an entry ID are unsigned 64-bit integers
 
@@ -86,10 +84,7 @@ def samples_of(reading: StreamsReading) -> list[Sample]:
 
 
 async def measure(sources: Sources) -> list[Sample]:
-    redis = sources.require_redis(NAME)
-    reading = await redis.read(STREAM_GROUPS, DEADLETTER_STREAMS)
-    # A replica cut from its master too long serves old values as if current.
-    require_fresh(NAME, reading.replica, redis.settings.replica_max_staleness, MAX_STALENESS_SETTING)
+    reading = await sources.require_redis(NAME).read(STREAM_GROUPS, DEADLETTER_STREAMS, signal=NAME)
     return samples_of(reading)
 
 

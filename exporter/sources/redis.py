@@ -18,7 +18,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, ReplicaLink, redis_link
+from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, ReplicaLink, redis_link, require_fresh
 from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.timeouts import Timeouts
 
@@ -57,6 +57,7 @@ def reading_of(replies: Sequence[object], groups: int, replica: ReplicaLink | No
 
 
 Client = redis.asyncio.Redis | RedisCluster
+MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
 
 
 class RedisStreams:
@@ -85,7 +86,11 @@ class RedisStreams:
             )
         return self._client
 
-    async def read(self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> StreamsReading:
+    async def read(
+        self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str = "streams"
+    ) -> StreamsReading:
+        """The replies for `signal`; raises ReplicaStale first when the server is a replica
+        too far behind its master (what it says, NOGROUP included, is then no news)."""
         commands = stream_commands(groups, deadletter_streams)
         client = self._get_client()
         if isinstance(client, RedisCluster):
@@ -101,15 +106,19 @@ class RedisStreams:
             # rewrite the message ("Command # 1 (...) of pipeline caused error:
             # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
             replies = await pipe.execute(raise_on_error=False)
-        for reply in replies:
-            if isinstance(reply, redis.exceptions.ResponseError):
-                raise reply
         info = replies[0]
+        if isinstance(info, redis.exceptions.ResponseError):
+            raise info
         if not isinstance(info, Mapping):
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
         kwargs = client.connection_pool.connection_kwargs
         server = f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}".rstrip(":")
-        return reading_of(replies[1:], len(groups), redis_link(server, info))
+        link = redis_link(server, info)
+        require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
+        for reply in replies[1:]:
+            if isinstance(reply, redis.exceptions.ResponseError):
+                raise reply
+        return reading_of(replies[1:], len(groups), link)
 
     async def close(self) -> None:
         if self._client is not None:
