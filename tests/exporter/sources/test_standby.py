@@ -14,7 +14,7 @@ import pytest
 
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from devkit.standby import caught_up, start_standby
-from exporter.errors import DatabaseUnreachable
+from exporter.errors import DatabaseUnreachable, Reason
 from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
@@ -266,3 +266,77 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
         await exporter.close()
         if pair.standby.process is None:
             pair.standby.start()
+
+
+async def test_a_standby_cut_from_its_primary_is_unmeasured_past_the_bound_and_measured_below_it(pair: Pair) -> None:
+    """The rule of Redis replicas, on a hot standby: its lag (the age of what it
+    last replayed, once its WAL receiver is gone) against --database.replica-max-staleness."""
+    await pair.platform.execute(
+        "CREATE TABLE IF NOT EXISTS public.replicated (x int); INSERT INTO public.replicated VALUES (1)"
+    )
+    await pair.replicated()
+    standby = await asyncpg.connect(pair.url(pair.standby))
+    try:
+        replayed_at = await standby.fetchval("SELECT pg_last_xact_replay_timestamp()")
+        conninfo = await standby.fetchval("SHOW primary_conninfo")
+        await standby.execute("ALTER SYSTEM SET primary_conninfo = ''")
+        await standby.execute("SELECT pg_reload_conf()")
+
+        async def receiver_gone() -> bool:
+            return bool(await standby.fetchval("SELECT NOT EXISTS (SELECT FROM pg_stat_wal_receiver)"))
+
+        async def age() -> float:
+            seconds: float = await standby.fetchval(
+                "SELECT extract(epoch FROM now() - $1::timestamptz)::float8", replayed_at
+            )
+            return seconds
+
+        assert await wait_until(receiver_gone, 10)
+
+        async def older_than_a_second() -> bool:
+            return await age() > 1.0
+
+        assert await wait_until(older_than_a_second, 10)
+        signals = ("dlq", "preservation", "audit_chain")
+        # Below the bound: measured exactly, with the lag.
+        within = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="3600")
+        try:
+            before = await age()
+            page = await scrape(within)
+            after = await age()
+            assert_seeded_values(page)
+            lag = page.get(LAG)
+            assert lag is not None
+            assert before <= lag <= after
+        finally:
+            await within.close()
+        # Past it: every database signal unmeasured with replica_stale; the lag still shown, as a fact of the server.
+        past = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="1")
+        try:
+            page = await scrape(past)
+            for signal in signals:
+                assert page.measured(signal) == 0, signal
+                last = past.caches[signal].last
+                assert last is not None
+                assert last.failure is not None
+                assert last.failure.reason is Reason.REPLICA_STALE
+                assert "--database.replica-max-staleness" in last.failure.detail
+            assert page.series_of("orpycamcp_dlq_") == []
+            lag = page.get(LAG)
+            assert lag is not None
+            assert lag > 1.0
+        finally:
+            await past.close()
+    finally:
+        await standby.execute(f"ALTER SYSTEM SET primary_conninfo = {quote_literal(conninfo)}")
+        await standby.execute("SELECT pg_reload_conf()")
+        await standby.close()
+    await pair.replicated()
+    # Streaming and caught up again: measured under the tightest bound.
+    again = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="1")
+    try:
+        page = await scrape(again)
+        assert_seeded_values(page)
+        assert page.get(LAG) == 0
+    finally:
+        await again.close()
