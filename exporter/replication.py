@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from exporter.errors import ReplicaStale
+from exporter.samples import Sample
+from registry.families import REDIS_REPLICA_LAG
 
 DEFAULT_MAX_STALENESS_SECONDS = 60.0
 
@@ -92,3 +94,10 @@ def _seconds(value: object) -> float | None:
     else:
         return None
     return number if math.isfinite(number) and number >= 0 else None
+
+
+def redis_lag_samples(link: ReplicaLink | None) -> tuple[Sample, ...]:
+    """The Redis replica gauge: absent on a master, or when unbounded (never synchronised)."""
+    if link is None or math.isinf(link.staleness):
+        return ()
+    return (Sample(REDIS_REPLICA_LAG.name, (), link.staleness),)

@@ -125,7 +125,7 @@ REDIS_REPLICA_LAG = Family(
     name=PREFIX + "redis_replica_lag_seconds",
     help="How far behind its master the Redis replica the streams are read from may be: seconds since it last"
     " heard from its master, or since its link went down; absent when the server read is a master.",
-    signal="streams",
+    signal=META,
     sparse=True,
 )
 DATABASE_REPLAY_LAG = Family(

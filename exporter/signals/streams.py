@@ -18,7 +18,6 @@ from exporter.sources.redis import StreamsReading
 from registry.families import (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
-    REDIS_REPLICA_LAG,
     STREAM_OLDEST_PENDING,
     STREAM_PENDING,
 )
@@ -78,8 +77,6 @@ def samples_of(reading: StreamsReading) -> list[Sample]:
         samples.append(Sample(DEADLETTER_ENTRIES.name, (stream,), entries))
         if entries:
             samples.append(Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first)))
-    if reading.replica is not None:
-        samples.append(Sample(REDIS_REPLICA_LAG.name, (), reading.replica.staleness))
     return samples
 
 

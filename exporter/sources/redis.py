@@ -68,6 +68,9 @@ class RedisStreams:
         self.timeouts = timeouts
         self._client: Client | None = client
         self._cluster: ClusterReader | None = None
+        # The link of the server the last reading got as far as INFO on: shown as a
+        # meta gauge whether or not the streams were measured (exporter/replication.py).
+        self.replica_link: ReplicaLink | None = None
 
     def _get_client(self) -> Client:
         if self._client is None:
@@ -91,6 +94,7 @@ class RedisStreams:
     ) -> StreamsReading:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news)."""
+        self.replica_link = None
         commands = stream_commands(groups, deadletter_streams)
         client = self._get_client()
         if isinstance(client, RedisCluster):
@@ -113,7 +117,7 @@ class RedisStreams:
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
         kwargs = client.connection_pool.connection_kwargs
         server = f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}".rstrip(":")
-        link = redis_link(server, info)
+        link = self.replica_link = redis_link(server, info)
         require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
         for reply in replies[1:]:
             if isinstance(reply, redis.exceptions.ResponseError):

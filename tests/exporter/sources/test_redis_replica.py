@@ -101,13 +101,17 @@ async def test_a_replica_is_measured_within_the_bound_and_unmeasured_past_it(pai
         assert lag is not None
         assert before <= lag <= after
 
-        # Past the bound: unmeasured, no value series, the gauge with them; the reason says why.
+        # Past the bound: unmeasured, no value series; the gauge and the reason say why.
         assert wait_until_sync(lambda: link_seconds(pair, "master_link_down_since_seconds") > BOUND, 3 * BOUND)
         clock.advance(TTL)
+        before = link_seconds(pair, "master_link_down_since_seconds")
         page = await scrape(exporter)
+        after = link_seconds(pair, "master_link_down_since_seconds")
         assert page.measured("streams") == 0
         assert value_series(page, STREAMS_PREFIX) == []
-        assert page.family(LAG) == {}
+        lag = page.get(LAG)
+        assert lag is not None
+        assert BOUND < before <= lag <= after
         failure = exporter.caches["streams"].last
         assert failure is not None
         assert failure.failure is not None
@@ -121,6 +125,7 @@ async def test_a_replica_is_measured_within_the_bound_and_unmeasured_past_it(pai
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(ENTRIES, stream=STREAM) == master_length(pair) == 5
+        assert page.get(LAG) is not None
     finally:
         await exporter.close()
 
