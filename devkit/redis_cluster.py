@@ -131,6 +131,23 @@ class LocalCluster:
 
         _wait("cluster_state:fail on every running node", down, within)
 
+    def announce(self, ports: dict[int, int]) -> None:
+        """Each node tells clients to reach it at another port (`cluster-announce-port`:
+        a relay in front of it); an empty map restores the nodes' own ports."""
+        for port in self.ports:
+            with self.client(port) as client:
+                client.config_set("cluster-announce-port", ports.get(port, 0))
+
+        def agreed() -> bool:
+            wanted = {ports.get(port, port) for port in self.ports[: self.masters]}
+            for node in self._running():
+                with self.client(node.port) as client:
+                    if {int(s[2][1]) for s in client.execute_command("CLUSTER SLOTS")} != wanted:
+                        return False
+            return True
+
+        _wait("every node announcing its new port", agreed, 30)
+
     # -- resharding, step by step -------------------------------------------------
 
     def begin_migration(self, slot: int, target: int, source: int | None = None) -> int:

@@ -16,6 +16,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from devkit.redis_cluster import LocalCluster, start_cluster
+from devkit.round_trips import RoundTripProxy
 from devkit.servers import ServerUnavailable
 from exporter.errors import Reason
 from exporter.measure import measure
@@ -298,3 +299,27 @@ async def test_a_plain_url_at_a_cluster_node_surfaces_the_redirect(cluster: Loca
             await plain.read(STREAM_GROUPS, DEADLETTER_STREAMS)
     finally:
         await plain.close()
+
+
+async def test_one_round_trip_per_node_per_reading(cluster: LocalCluster) -> None:
+    """Through a counting relay in front of each node (the nodes announce the relays' ports)."""
+    holding = nodes_holding(cluster)  # by the nodes' own ports, before they announce the relays'
+    expected = independent_values(cluster)
+    relays = {port: RoundTripProxy(port) for port in cluster.ports}
+    for relay in relays.values():
+        await relay.start()
+    cluster.announce({port: relay.port for port, relay in relays.items()})
+    relayed = RedisStreams(RedisSettings("redis+cluster://"), TIMEOUTS, client=cluster_client(cluster))
+    try:
+        assert values_of(await measured(relayed)) == expected  # connects, reads the slot map
+        before = {port: relay.round_trips for port, relay in relays.items()}
+        for _ in range(3):
+            await measured(relayed)
+        trips = {port: relays[port].round_trips - before[port] for port in relays}
+        assert trips == {port: 3 if port in holding else 0 for port in relays}
+        assert len(holding) >= 2  # the earlier tests may have gathered some keys on one node
+    finally:
+        await relayed.close()
+        cluster.announce({})
+        for relay in relays.values():
+            await relay.close()
