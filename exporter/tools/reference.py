@@ -1,5 +1,6 @@
-"""The registry and the options as markdown tables: the README shows exactly
-these (a test keeps them equal), and `orpycamcp-exporter metrics` prints them."""
+"""The registry, the options and the failure reasons as markdown tables: the
+README and docs/ show exactly these (`python -m devkit.doctables` writes them,
+a test keeps them equal), and `orpycamcp-exporter metrics` prints the registry."""
 
 from __future__ import annotations
 
