@@ -113,7 +113,7 @@ class Floor:
         for command in self.commands:
             self.by_node[owners[key_slot(command[1].encode())]].append(command)
 
-    async def read(self) -> None:
+    async def read(self) -> list[list[object]]:
         async def one(port: int) -> list[object]:
             pipe = self.clients[port].pipeline(transaction=False)
             for command in self.by_node[port]:
@@ -121,7 +121,14 @@ class Floor:
             replies: list[object] = await pipe.execute()
             return replies
 
-        await asyncio.gather(*(one(port) for port in self.clients))
+        return list(await asyncio.gather(*(one(port) for port in self.clients)))
+
+    async def replies(self) -> list[object]:
+        """The floor's replies in the order of the commands, to hold the exporter's reading to."""
+        by_command: dict[tuple[str, ...], object] = {}
+        for port, replies in zip(self.clients, await self.read(), strict=True):
+            by_command.update(zip(self.by_node[port], replies, strict=True))
+        return [by_command[command] for command in self.commands]
 
     async def close(self) -> None:
         for client in self.clients.values():
@@ -158,6 +165,7 @@ class Road:
     ratio: float
     round_trips_per_node: dict[str, int]
     values: int
+    exact: bool
 
 
 async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: Workload, rounds: int) -> Road:
@@ -181,8 +189,10 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
         values = parse(await source.read(load.pairs, load.deadletters), load)
 
     try:
-        await refresh()
-        await floor.read()  # warm: connections, slot map
+        reading = await source.read(load.pairs, load.deadletters)  # warm: connections, slot map
+        replies = await floor.replies()
+        deadletters = zip(reading.lengths, reading.first_entries, strict=True)
+        exact = [*reading.pending, *(reply for pair in deadletters for reply in pair)] == replies
         ours: list[float] = []
         theirs: list[float] = []
         for _ in range(rounds):
@@ -205,6 +215,7 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
         round(mine / base, 2),
         trips,
         values,
+        exact,
     )
 
 
@@ -284,8 +295,9 @@ async def main_async(pairs: int, deadletters: int, rounds: int) -> dict[str, obj
 
 def table(report: dict[str, object]) -> str:
     lines = [
-        "| road | refresh ms (min-max) | floor ms (min-max) | refresh vs floor | round trips per node | values |",
-        "|---|---:|---:|---:|---|---:|",
+        "| road | refresh ms (min-max) | floor ms (min-max) | refresh vs floor | round trips per node | values | same"
+        " replies as the floor |",
+        "|---|---:|---:|---:|---|---:|---|",
     ]
     roads = report["roads"]
     assert isinstance(roads, list)
@@ -294,7 +306,7 @@ def table(report: dict[str, object]) -> str:
         lines.append(
             f"| {road['road']} | {road['refresh_ms']:.1f} ({road['refresh_min_ms']:.1f}-{road['refresh_max_ms']:.1f})"
             f" | {road['floor_ms']:.1f} ({road['floor_min_ms']:.1f}-{road['floor_max_ms']:.1f})"
-            f" | {road['ratio']:.2f}x | {trips} | {road['values']} |"
+            f" | {road['ratio']:.2f}x | {trips} | {road['values']} | {'yes' if road['exact'] else 'NO'} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -94,26 +94,31 @@ class RedisStreams:
     ) -> StreamsReading:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news)."""
-        self.replica_link = None
         commands = stream_commands(groups, deadletter_streams)
         client = self._get_client()
         if isinstance(client, RedisCluster):
+            self.replica_link = None
             if self._cluster is None or self._cluster.cluster is not client:
                 self._cluster = ClusterReader(client)
             # A cluster's masters are read, never a replica: a node that is one redirects.
             return reading_of(await self._cluster.read(commands), len(groups), None)
-        async with client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("INFO", "replication")
-            for command in commands:
-                pipe.execute_command(*command)
-            # Errors come back in place rather than raised: raising would first
-            # rewrite the message ("Command # 1 (...) of pipeline caused error:
-            # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
-            replies = await pipe.execute(raise_on_error=False)
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.execute_command("INFO", "replication")
+                for command in commands:
+                    pipe.execute_command(*command)
+                # Errors come back in place rather than raised: raising would first
+                # rewrite the message ("Command # 1 (...) of pipeline caused error:
+                # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
+                replies = await pipe.execute(raise_on_error=False)
+        except BaseException:
+            self.replica_link = None  # not read this time: the gauge is absent, not old
+            raise
         info = replies[0]
-        if isinstance(info, redis.exceptions.ResponseError):
-            raise info
         if not isinstance(info, Mapping):
+            self.replica_link = None
+            if isinstance(info, redis.exceptions.ResponseError):
+                raise info
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
         kwargs = client.connection_pool.connection_kwargs
         server = f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}".rstrip(":")
