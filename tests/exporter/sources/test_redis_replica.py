@@ -46,7 +46,8 @@ def url(port: int) -> str:
 
 def master_length(pair: ReplicaPair) -> int:
     with redis.Redis(host="127.0.0.1", port=pair.master.port, decode_responses=True) as client:
-        return client.xlen(STREAM)
+        length: int = client.xlen(STREAM)
+        return length
 
 
 def add_entries(pair: ReplicaPair, count: int) -> None:
