@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 import redis
 
 from devkit.servers import LocalRedis, ServerUnavailable, free_port
-from exporter.tools.throwaway import redis_binary
+from exporter.tools import throwaway
 
 NODE_TIMEOUT_MS = 2000  # how soon a node missing its peers declares the cluster down
 
@@ -42,14 +41,8 @@ def _client(port: int) -> redis.Redis:
 
 
 def start_redis_with(extra: Sequence[str]) -> LocalRedis:
-    base = Path(tempfile.mkdtemp(prefix="orpycamcp-redis-"))
-    server = LocalRedis(base=base, port=free_port(), binary=redis_binary(), extra_args=tuple(extra))
-    try:
-        server.start()
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    return server
+    """A throwaway Redis started with `extra` arguments."""
+    return throwaway.start_redis(LocalRedis, tuple(extra))
 
 
 def _wait(what: str, check: object, within: float) -> None:
