@@ -47,9 +47,9 @@ HINTS: dict[Reason, str] = {
     " longer than the bound: mend its link (Redis: INFO replication, master_link_status; PostgreSQL:"
     " pg_stat_wal_receiver), read the master instead, or raise --redis.replica-max-staleness /"
     " --database.replica-max-staleness (docs/connecting.md, Replicas and standbys)",
-    Reason.CLUSTER_CHANGED: "Redis Cluster slots moved while the streams were read (a resharding, a failover):"
-    " the next measurement reads the new slot map; if it lasts, look for a stuck migration"
-    " (redis-cli --cluster check HOST:PORT)",
+    Reason.CLUSTER_CHANGED: "a Redis Cluster slot moved (a resharding, a failover) since the slot map was read:"
+    " the next measurement reads the new slot map; if it lasts, check the cluster (redis-cli --cluster check"
+    " HOST:PORT)",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
