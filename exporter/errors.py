@@ -170,9 +170,9 @@ class ReplicaStale(MeasurementError):
 
 
 class ClusterChanged(Exception):
-    """A Redis Cluster node redirected a command (MOVED, ASK) or asked for it again
-    (TRYAGAIN) while one measurement was read: the slot map it was routed by is no
-    longer the cluster's, so none of its replies is kept."""
+    """A Redis Cluster node redirected a command (MOVED; an ASK where it is not
+    followed) or asked for it again (TRYAGAIN): the slot map the measurement was
+    routed by is no longer the cluster's, so none of its replies is kept."""
 
     reason = Reason.CLUSTER_CHANGED
 
@@ -181,8 +181,8 @@ class ClusterChanged(Exception):
         self.command = command
         self.redirect = redirect
         super().__init__(
-            f"node {node} answered {redirect} to {command}: slots moved during the measurement;"
-            " the slot map is read again for the next one"
+            f"node {node} answered {redirect} to {command}: a slot moved since the slot map was read;"
+            " it is read again for the next measurement"
         )
 
 

@@ -78,13 +78,13 @@ class ClusterReader:
         _refuse_redirects(second, follow_ask=False)
         replies: list[object] = [None] * len(commands)
         errors: list[tuple[int, BaseException]] = []
-        for _, sent in first + second:
+        for node, sent in first + second:
             for pipelined in sent:
                 result = pipelined.result
                 if pipelined.position < 0 or isinstance(result, redis.exceptions.AskError):
                     continue  # ASKING's OK; an ASK answered in the second round
                 if isinstance(result, BaseException):
-                    errors.append((pipelined.position, result))
+                    errors.append((pipelined.position, _naming(node, result)))
                 replies[pipelined.position] = result
         if errors:
             raise min(errors, key=lambda error: error[0])[1]
@@ -102,10 +102,19 @@ async def _round(nodes: Pipelines) -> Pipelines:
     # Every node's pipeline runs to its end (or its timeout) before any failure is
     # reported: none is left mid-reply on a connection that goes back to the pool.
     done = await asyncio.gather(*(node.execute_pipeline(sent) for node, sent in nodes), return_exceptions=True)
-    for outcome in done:
+    for (node, _), outcome in zip(nodes, done, strict=True):
         if isinstance(outcome, BaseException):
-            raise outcome
+            raise _naming(node, outcome)
     return nodes
+
+
+def _naming(node: ClusterNode, error: BaseException) -> BaseException:
+    """A connection error that says which node it came from (redis-py's do not always)."""
+    if isinstance(error, redis.exceptions.ConnectionError) and node.name not in str(error):
+        named = type(error)(f"node {node.name}: {error}")
+        named.__cause__ = error
+        return named
+    return error
 
 
 def _refuse_redirects(nodes: Pipelines, follow_ask: bool) -> None:

@@ -280,9 +280,8 @@ async def test_a_node_down_is_unmeasured_until_it_is_back_then_exact(
     cluster.stop_node(down)
     try:
         unreachable = await measured(source)
-        assert not unreachable.measured
-        assert unreachable.failure is not None
-        assert unreachable.failure.reason in {Reason.CONNECTION_ERROR, Reason.CLUSTER_CHANGED}, unreachable.failure
+        assert reason_of(unreachable) is Reason.CONNECTION_ERROR, unreachable.failure
+        assert f"127.0.0.1:{down}" in detail_of(unreachable)
         cluster.wait_down()
         failed = await measured(source)
         assert not failed.measured
