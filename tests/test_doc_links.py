@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import pytest
 
-from exporter.cli import build_parser
+from exporter.arguments import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))

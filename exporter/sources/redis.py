@@ -10,7 +10,7 @@ link to its master is checked with every reading (exporter/replication.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio
 import redis.exceptions
@@ -25,7 +25,7 @@ from exporter.timeouts import Timeouts
 
 @dataclass(frozen=True)
 class RedisSettings:
-    url: str
+    url: str = field(repr=False)  # it may hold the password
     client_name: str = "orpycamcp-exporter"
     replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
 
