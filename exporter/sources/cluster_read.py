@@ -44,14 +44,12 @@ class ClusterReader:
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
         self._map_stale = False
-        self.maps_read = 0  # how many times the slot map was read again (the tests look)
 
     async def read(self, commands: Sequence[Command]) -> list[object]:
         """The replies to `commands`, in order; raises on the first failure of any node."""
         await self.cluster.initialize()
         if self._map_stale:
             await self.cluster.nodes_manager.initialize()
-            self.maps_read += 1
             self._map_stale = False
         try:
             return await self._read(commands)
