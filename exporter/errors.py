@@ -39,9 +39,12 @@ class Reason(StrEnum):
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
     TRANSACTION_POOLER = "transaction_pooler"
+    # Replicas and standbys, on either source
+    REPLICA_STALE = "replica_stale"
     # Redis
     MISSING_GROUP = "missing_group"
     REDIS_ERROR = "redis_error"
+    CLUSTER_CHANGED = "cluster_changed"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"
 
@@ -173,6 +176,37 @@ class TenantListUnreadable(MeasurementError):
         self.sqlstate = sqlstate
         self.problem = problem
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
+
+
+class ReplicaStale(MeasurementError):
+    """The server read is a replica (or a standby) that may have missed its master's
+    writes for longer than the bound: its values are not presented as current."""
+
+    reason = Reason.REPLICA_STALE
+
+    def __init__(self, signal: str, server: str, state: str, bound: float, setting: str) -> None:
+        self.server = server
+        self.state = state
+        self.bound = bound
+        self.setting = setting
+        super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
+
+
+class ClusterChanged(Exception):
+    """A Redis Cluster node redirected a command (MOVED; an ASK where it is not
+    followed) or asked for it again (TRYAGAIN): the slot map the measurement was
+    routed by is no longer the cluster's, so none of its replies is kept."""
+
+    reason = Reason.CLUSTER_CHANGED
+
+    def __init__(self, node: str, command: str, redirect: str) -> None:
+        self.node = node
+        self.command = command
+        self.redirect = redirect
+        super().__init__(
+            f"node {node} answered {redirect} to {command}: a slot moved since the slot map was read;"
+            " it is read again for the next measurement"
+        )
 
 
 class BacklogConfigError(ConfigError):

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
+from exporter.errors import ClusterChanged, DatabaseUnreachable, MeasurementError, Reason, SessionNotKept
 from exporter.samples import Sample
 from exporter.sources.dsn import InvalidDatabaseUrl
 
@@ -62,7 +62,7 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
-    if isinstance(exc, SessionNotKept):
+    if isinstance(exc, SessionNotKept | ClusterChanged):
         return Failure(exc.reason, str(exc))
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
         return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")

@@ -230,6 +230,24 @@ class Settings:
         default=PoolMode.SESSION.value,
         feeds=("PostgresSettings.pool_mode",),
     )
+    database_replica_max_staleness: float = option(
+        "--database.replica-max-staleness",
+        Seconds(),
+        "seconds a hot standby read may lag behind its primary before the database signals are unmeasured"
+        " (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("PostgresSettings.replica_max_staleness",),
+    )
+    redis_replica_max_staleness: float = option(
+        "--redis.replica-max-staleness",
+        Seconds(),
+        "seconds a Redis replica read may have been without word from its master before the streams signal is"
+        " unmeasured (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("RedisSettings.replica_max_staleness",),
+    )
     backlogs_file: str | None = option(
         "--backlogs.config-file",
         FILE,

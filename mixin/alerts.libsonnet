@@ -110,6 +110,13 @@ local lib = import 'lib.libsonnet';
             forDuration=c.databaseReplayLagFor,
           ),
           alert(
+            'OrpycamcpRedisReplicaLagHigh', 'warning', 'stale',
+            'orpycamcp:redis_replica_lag_seconds:max > %d' % lib.seconds(c.redisReplicaLagAge),
+            'The Redis replica the exporter reads the streams from is cut from its master.',
+            'The Redis replica read by job {{ $labels.job }}%s last heard from its master {{ $value | humanizeDuration }} ago (threshold %s): its streams may miss that much; past --redis.replica-max-staleness the streams signal is unmeasured (replica_stale).' % [commaCluster, c.redisReplicaLagAge],
+            forDuration=c.redisReplicaLagFor,
+          ),
+          alert(
             'OrpycamcpPlatformTotalUnknown', 'warning', 'total_unknown',
             |||
               orpycamcp:signal_measured_clusters:count{signal!~"streams|audit_chain"}

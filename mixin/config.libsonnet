@@ -31,6 +31,8 @@
     signalStaleFor: '5m',
     databaseReplayLagAge: '5m',
     databaseReplayLagFor: '10m',
+    redisReplicaLagAge: '30s',
+    redisReplicaLagFor: '5m',
     platformTotalUnknownFor: '5m',
     dlqPendingFor: '1h',
     dlqOldestPendingAge: '24h',

@@ -5,6 +5,7 @@
   signal_measured: ['signal'],
   signal_last_success_timestamp_seconds: ['signal'],
   database_replay_lag_seconds: [],
+  redis_replica_lag_seconds: [],
   dlq_pending_events: ['origin_group'],
   dlq_oldest_pending_timestamp_seconds: ['origin_group'],
   preservation_exhausted_artifacts: ['artifact', 'phase'],

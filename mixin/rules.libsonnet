@@ -78,6 +78,8 @@ local lib = import 'lib.libsonnet';
           maxRule('signal_last_success_timestamp_seconds'),
           // The hot standby the exporter reads from (absent on a primary).
           maxRule('database_replay_lag_seconds'),
+          // The Redis replica the streams are read from (absent on a master).
+          maxRule('redis_replica_lag_seconds'),
           maxRule('dlq_pending_events'),
           maxRule('dlq_oldest_pending_timestamp_seconds'),
           maxRule('preservation_exhausted_artifacts'),

@@ -44,6 +44,7 @@ from enum import StrEnum
 import asyncpg
 
 from exporter.errors import SessionNotKept, TenantListUnreadable
+from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
@@ -86,6 +87,7 @@ class PostgresSettings:
     max_queries_per_connection: int
     pool_mode: PoolMode
     application_name: str = "orpycamcp-exporter"
+    replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
 
 
 def milliseconds(seconds: float) -> str:
@@ -184,6 +186,7 @@ class Postgres:
         self._lane_released = asyncio.Event()
         self._signal_lanes: dict[str, int] = {}
         self._tenants_in_flight: asyncio.Task[list[str]] | None = None
+        self._standby_in_flight: asyncio.Task[ReplicaLink | None] | None = None
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
         self.prepares = 0  # statements prepared by name (planned anew), in session mode
@@ -380,6 +383,29 @@ class Postgres:
         uses it to find the tenant a signal fails on)."""
         return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road)
 
+    async def standby_link(self) -> ReplicaLink | None:
+        """How far behind its primary the server read may be (None on a primary),
+        read once for the signals (and the replay-lag gauge) that ask at the same time."""
+        if self._standby_in_flight is None:
+            task = asyncio.get_running_loop().create_task(self._read_standby())
+            self._standby_in_flight = task
+            task.add_done_callback(self._standby_read)
+        return await asyncio.shield(self._standby_in_flight)
+
+    def _standby_read(self, task: asyncio.Task[ReplicaLink | None]) -> None:
+        self._standby_in_flight = None
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case every reader gave up waiting
+
+    async def _read_standby(self) -> ReplicaLink | None:
+        row = (await self.fetch(STANDBY_SQL))[0]
+        return standby_link(bool(row["standby"]), row["lag"])
+
+    async def require_fresh(self, signal: str) -> None:
+        """Raises ReplicaStale when the server read is a standby too far behind its primary."""
+        link = await self.standby_link()
+        require_fresh(signal, link, self.settings.replica_max_staleness, "--database.replica-max-staleness")
+
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
         if self._tenants is not None:
@@ -471,7 +497,11 @@ class Postgres:
         return rows
 
     async def close(self) -> None:
-        passes = [task for task in (*self._passes.values(), self._tenants_in_flight) if task is not None]
+        passes = [
+            task
+            for task in (*self._passes.values(), self._tenants_in_flight, self._standby_in_flight)
+            if task is not None
+        ]
         for task in passes:
             task.cancel()
         if passes:

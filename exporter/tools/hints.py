@@ -46,6 +46,13 @@ HINTS: dict[Reason, str] = {
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
     " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
     " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
+    Reason.REPLICA_STALE: "the server read is a replica (or a standby) that has not heard from its master for"
+    " longer than the bound: mend its link (Redis: INFO replication, master_link_status; PostgreSQL:"
+    " pg_stat_wal_receiver), read the master instead, or raise --redis.replica-max-staleness /"
+    " --database.replica-max-staleness (docs/connecting.md, Replicas and standbys)",
+    Reason.CLUSTER_CHANGED: "a Redis Cluster slot moved (a resharding, a failover) since the slot map was read:"
+    " the next measurement reads the new slot map; if it lasts, check the cluster (redis-cli --cluster check"
+    " HOST:PORT)",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
