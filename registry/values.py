@@ -70,8 +70,10 @@ FAILURE_REASONS: tuple[str, ...] = (
     "connection_error",
     "sql_error",
     "transaction_pooler",
+    "replica_stale",
     "missing_group",
     "redis_error",
+    "cluster_changed",
     "internal_error",
 )
 

@@ -2468,8 +2468,8 @@ function(c)
     {
       id: 29,
       type: "timeseries",
-      title: "Database replay lag (connected to a hot standby)",
-      description: "How far the standby the exporter reads lags behind its primary (0 when it has replayed all it received). No series: the exporter reads a primary.",
+      title: "Replica lag (a PostgreSQL standby, a Redis replica)",
+      description: "How far behind its primary the server the exporter reads may be: a PostgreSQL hot standby (orpycamcp_database_replay_lag_seconds) or a Redis replica (orpycamcp_redis_replica_lag_seconds). Past --database.replica-max-staleness or --redis.replica-max-staleness its signals are unmeasured (replica_stale). No series: the exporter reads a primary.",
       datasource: {
         type: "prometheus",
         uid: "${datasource}",
@@ -2514,12 +2514,13 @@ function(c)
             uid: "${datasource}",
           },
           expr: "max by (%(cluster)s, instance) (orpycamcp_database_replay_lag_seconds{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\"})" % q,
-          legendFormat: "{{%(cluster)s}} {{instance}}" % q,
+          legendFormat: "PostgreSQL {{%(cluster)s}} {{instance}}" % q,
           refId: "A",
           range: true,
           instant: false,
           editorMode: "code",
         },
+        target(perReplica("orpycamcp_redis_replica_lag_seconds"), "Redis {{%(cluster)s}} {{instance}}" % q, "B"),
       ],
     },
     {
