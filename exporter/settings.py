@@ -13,10 +13,12 @@ from exporter.backlogs import Backlog, load_backlogs
 from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
-from exporter.sources import dsn
+from exporter.sources import dsn, url_secrets
 from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
+# The query parameters of a Redis URL that redis-py reads as connection settings.
+REDIS_PARAMETERS = frozenset({"db", "username", "password", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname"})
 
 
 @dataclass(frozen=True)
@@ -255,9 +257,12 @@ def _listen(raw: str) -> tuple[str, int]:
 def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
     if raw is None or raw == "":
         return None
-    unencoded = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+    unencoded = url_secrets.ENCODE
     if ambiguous_authority(raw):
         raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {unencoded}")
+    unreadable = url_secrets.ambiguity(raw, REDIS_PARAMETERS)
+    if unreadable is not None:
+        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {unreadable}")
     try:
         parts = urllib.parse.urlsplit(raw)
         parts.port  # noqa: B018 -- raises ValueError on a bad port
