@@ -16,13 +16,14 @@ from typing import Any
 
 import yaml
 
+from exporter import zones
 from exporter.errors import BacklogConfigError
 from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME
 from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
+KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "timezone")
 REQUIRED = ("help", "scope", "table", "pending")
 
 Value = str | int
@@ -52,6 +53,7 @@ class Backlog:
     group_by: str | None = None
     groups: tuple[str, ...] | None = None  # label values, in declared order
     oldest: str | None = None
+    timezone: str = zones.UTC  # the zone `oldest` is written in, when it is not a timestamptz (exporter.zones)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -156,7 +158,18 @@ class _Reader:
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
-        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest)
+        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest, self.zone(name, raw))
+
+    def zone(self, backlog: str, raw: dict[Any, Any]) -> str:
+        if "timezone" not in raw:
+            return zones.UTC
+        if "oldest" not in raw:
+            raise self.fail(backlog, "timezone", "needs oldest: the column whose zone it is")
+        problem = zones.zone_problem(raw["timezone"])
+        if problem is not None:
+            raise self.fail(backlog, "timezone", problem)
+        zone: str = raw["timezone"]
+        return zone
 
     def document(self, raw: object) -> tuple[Backlog, ...]:
         if not isinstance(raw, dict):

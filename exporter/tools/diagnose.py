@@ -20,6 +20,7 @@ from exporter.sources.postgres import PoolMode, Postgres
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
+from exporter.tools.times import check as check_times
 
 SERVER_SQL = (
     "SELECT current_setting('server_version') AS version, current_user AS role,"
@@ -137,6 +138,24 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
             say(f"     hint: index the pending rows: {suggested_index(backlog, table)}")
 
 
+async def _check_times(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
+    """What each declared backlog's `oldest` column is, and the zone it is read in."""
+    for backlog in settings.backlogs:
+        if backlog.name not in settings.signals or backlog.oldest is None:
+            continue
+        try:
+            async with asyncio.timeout(settings.deadline):
+                found = await check_times(backlog, postgres)
+        except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
+            failure = classify(exc, settings.deadline)
+            say(f"     {backlog.name}: time column not checked: {failure.reason}")
+            continue
+        for finding in found:
+            say(finding.line)
+            if finding.hint is not None:
+                say(f"     hint: {finding.hint}")
+
+
 async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     timeouts = timeouts_of(settings)
@@ -158,6 +177,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                 healthy = False
         if sources.postgres is not None:
             await _check_plans(settings, sources.postgres, say)
+            await _check_times(settings, sources.postgres, say)
     finally:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(5):

@@ -138,6 +138,34 @@ BAD: list[tuple[str, str, str | None, str | None, str]] = [
         "pending.status",
         "{not: [values]}",
     ),
+    (
+        "timezone-unknown",
+        replaced("oldest: created_at", "oldest: created_at\n    timezone: Mars/Olympus"),
+        "kyc",
+        "timezone",
+        "IANA",
+    ),
+    (
+        "timezone-path",
+        replaced("oldest: created_at", "oldest: created_at\n    timezone: /etc/passwd"),
+        "kyc",
+        "timezone",
+        "IANA",
+    ),
+    (
+        "timezone-number",
+        replaced("oldest: created_at", "oldest: created_at\n    timezone: 5"),
+        "kyc",
+        "timezone",
+        "IANA",
+    ),
+    (
+        "timezone-without-oldest",
+        replaced("    oldest: created_at", "    timezone: UTC"),
+        "kyc",
+        "timezone",
+        "needs oldest",
+    ),
     ("not-a-mapping", "backlogs:\n  kyc: [1, 2]\n", "kyc", None, "mapping"),
     ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only 'backlogs'"),
     ("no-backlogs", "backlogs: {}\n", None, "backlogs", "each backlog"),
@@ -159,6 +187,15 @@ def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
     text = GOOD + GOOD.split("backlogs:\n", 1)[1]
     with pytest.raises(BacklogConfigError, match=r"refused \(line 12\): key 'kyc' is given twice"):
         parse_backlogs(text, SETTING)
+
+
+@pytest.mark.parametrize(
+    ("written", "zone"), [(None, "UTC"), ("UTC", "UTC"), ("server", "server"), ("America/Bogota", "America/Bogota")]
+)
+def test_the_zone_of_the_oldest_column(written: str | None, zone: str) -> None:
+    text = GOOD if written is None else replaced("oldest: created_at", f"oldest: created_at\n    timezone: {written}")
+    (kyc,) = parse_backlogs(text, SETTING)
+    assert kyc.timezone == zone
 
 
 def test_invalid_yaml_is_refused() -> None:
@@ -191,6 +228,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (replaced("[face_match, ocr_extraction]", "[face_match, face_match]"), "backlog 'kyc', key 'groups'"),
         (replaced("  kyc:", "  streams:"), "backlog 'streams'"),
+        (replaced("oldest: created_at", "oldest: created_at\n    timezone: Europe/Atlantis"), "key 'timezone'"),
     ],
 )
 def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: str, named: str) -> None:
