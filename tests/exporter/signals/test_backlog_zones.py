@@ -119,6 +119,7 @@ async def test_a_column_of_another_type_makes_the_backlog_unmeasured(bogota: Pla
         await exporter.close()
     assert page.measured("jobs") == 0
     assert page.family(OLDEST) == {}
-    assert outcome is not None and outcome.failure is not None
+    assert outcome is not None
+    assert outcome.failure is not None
     assert outcome.failure.reason == "contract_violation"
     assert "not a timestamp, timestamptz or date column" in outcome.failure.detail
