@@ -138,6 +138,8 @@ class DatabaseTarget:
     target_session_attrs: SessionAttrs
     connect_timeout: float | None  # per host, as libpq; None: only the exporter's own limit
     application_name: str | None
+    user: str = ""
+    database: str = ""
 
 
 def _query_pairs(query: str) -> list[tuple[str, str, str]]:
@@ -300,6 +302,8 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
         target_session_attrs=SessionAttrs(params.target_session_attrs.value),
         connect_timeout=connect_timeout,
         application_name=last.get("application_name") or None,
+        user=params.user or "",
+        database=params.database or "",
     )
 
 

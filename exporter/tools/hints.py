@@ -44,6 +44,11 @@ HINTS: dict[Reason, str] = {
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
     " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
     " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
+    Reason.STATEMENT_POOLER: "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
+    " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
+    " --database.pool-mode transaction",
+    Reason.CONNECT_NOT_GRANTED: "the role may not connect to the database: GRANT CONNECT ON DATABASE <database>"
+    " TO orpycamcp_exporter (exporter/contract/grants.sql grants it with the rest)",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
