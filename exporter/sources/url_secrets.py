@@ -117,7 +117,7 @@ def ambiguity(url: str, parameters: Collection[str]) -> str | None:
         if after_credential and (not eq or name not in parameters):
             return (
                 "the query holds text after a password that is not a known parameter, so the password may"
-                f" go on there: {ENCODE} (and give server settings before the password)"
+                f" go on there: {ENCODE}"
             )
         if name in seen:
             which = "a parameter after a password" if after_credential else f"parameter {name!r}"
