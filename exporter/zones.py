@@ -14,7 +14,7 @@ from __future__ import annotations
 import zoneinfo
 
 UTC = "UTC"
-SERVER = "server"  # the TimeZone setting of the exporter's session, as the server sets it
+SERVER = "server"  # the TimeZone the server gives the exporter's session (SERVER_ZONE_SQL)
 # Names under which PostgreSQL's TimeZone means UTC all year round.
 UTC_NAMES = frozenset(
     name.lower()
@@ -60,9 +60,14 @@ def is_utc(name: str) -> bool:
     return name.lower() in UTC_NAMES
 
 
+# The session's own TimeZone (server, database and role defaults), whatever a
+# transaction sets locally: a `SET LOCAL TimeZone` does not change it.
+SERVER_ZONE_SQL = "(SELECT reset_val FROM pg_settings WHERE name = 'TimeZone')"
+
+
 def zone_sql(zone: str) -> str:
     if zone == SERVER:
-        return "current_setting('TimeZone')"
+        return SERVER_ZONE_SQL
     return "'" + zone.replace("'", "''") + "'"
 
 

@@ -19,7 +19,7 @@ COLUMN_TYPES_SQL = (
     " WHERE n.nspname = ANY($1::text[]) AND c.relname = $2 AND a.attname = $3 AND NOT a.attisdropped"
     " ORDER BY 1"
 )
-SERVER_ZONE_SQL = "SELECT current_setting('TimeZone')"
+SERVER_ZONE_SQL = f"SELECT {zones.SERVER_ZONE_SQL}"
 KNOWN_ZONE_SQL = "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = $1)"
 TIMESTAMP = "timestamp without time zone"
 DATE = "date"

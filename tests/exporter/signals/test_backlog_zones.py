@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 
+from exporter.zones import SERVER, instant_sql
 from tests.platform import Platform
 from tests.scrapes import make_exporter, scrape
 
@@ -123,3 +124,18 @@ async def test_a_column_of_another_type_makes_the_backlog_unmeasured(bogota: Pla
     assert outcome.failure is not None
     assert outcome.failure.reason == "contract_violation"
     assert "not a timestamp, timestamptz or date column" in outcome.failure.detail
+
+
+async def test_the_server_zone_holds_whatever_a_transaction_sets(bogota: Platform) -> None:
+    # A transaction may set its own TimeZone (SET LOCAL): `server` still means the session's.
+    written = await write_now(bogota)
+    connection = await asyncpg.connect(bogota.exporter_url)
+    try:
+        async with connection.transaction():
+            await connection.execute("SET LOCAL TimeZone = 'Asia/Tokyo'")
+            instant: datetime = await connection.fetchval(
+                f"SELECT {instant_sql('at_local', SERVER)} FROM tenant_acme.jobs"
+            )
+    finally:
+        await connection.close()
+    assert instant.timestamp() == pytest.approx(written, abs=1e-6)
