@@ -47,7 +47,7 @@ from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
-from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, SessionProbe, probe_road
+from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -198,6 +198,11 @@ class Postgres:
                 probe = await probe_road(connection, other, self._opening, self.timeouts)
             finally:
                 other.terminate()
+        except RoadUndecided as undecided:
+            # As before the probe: every pass still checks the server process and
+            # every statement name, so a changed session is found, never read.
+            log.warning("the road to the database was not checked: %s; checked on every pass instead", undecided)
+            return
         except BaseException:
             connection.terminate()
             raise

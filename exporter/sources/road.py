@@ -24,6 +24,14 @@ BACKEND_PID_SQL = "SELECT pg_backend_pid()"
 COMMIT_SQL = "COMMIT"
 
 
+class RoadUndecided(Exception):
+    """The probe could not run: the second connection got no server session in time."""
+
+    def __init__(self, evidence: str) -> None:
+        self.evidence = evidence
+        super().__init__(evidence)
+
+
 @dataclass(frozen=True)
 class SessionProbe:
     """Whether a connection keeps its server session from one transaction to the next."""
@@ -46,9 +54,15 @@ async def probe_road(
 ) -> SessionProbe:
     """Whether `first` keeps its server session, `second` being another connection
     over the same road; `opening` starts each transaction. Both connections are
-    left in an unknown state when the session is not kept."""
+    left in an unknown state when the session is not kept. RoadUndecided when
+    the second connection gets no server session within the lock timeout."""
     pid = await _pid(first, opening, timeouts)
-    other = await _pid(second, opening, timeouts, commit=False)
+    try:
+        other = await asyncio.wait_for(_pid(second, opening, timeouts, commit=False), timeouts.lock)
+    except TimeoutError:
+        # A session pooler with no server session to spare keeps the second
+        # connection waiting; so would a transaction pooler busy with others.
+        raise RoadUndecided("a second connection got no server session in time (a pool with none to spare)") from None
     if other == pid:
         return SessionProbe(False, f"server process {pid} served two connections in turn")
     try:

@@ -19,6 +19,7 @@ from exporter.settings import Settings, redact_url
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.sources.postgres import PoolMode, Postgres
+from exporter.sources.road import RoadUndecided, SessionProbe
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
@@ -94,16 +95,19 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
     """What the server and the road to it are. The road is checked first: when it
     gives no session, or none that fits the pool mode, nothing is read on it."""
     say(f"PostgreSQL {redact_url(postgres.settings.url)}")
+    probe: SessionProbe | None = None
     try:
         async with asyncio.timeout(timeouts.deadline):
             probe = await postgres.probe_session()
+    except RoadUndecided as undecided:
+        say(f"warn pool mode: the road was not checked: {undecided.evidence}")
     except Exception as exc:  # reported as a reason, like any measurement
         failure, advice = await _road_failure(exc, postgres, timeouts)
         say(f"  cannot connect: {failure.reason}: {failure.detail}")
         say(f"  hint: {advice}")
         return Described(False, failure)
     mode = postgres.settings.pool_mode
-    if mode is PoolMode.SESSION and not probe.kept:
+    if probe is not None and mode is PoolMode.SESSION and not probe.kept:
         say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
         say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
         return Described(
@@ -120,7 +124,9 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
         return Described(False)
     say(f"  server {row['version']}, role {row['role']}, read-only {row['read_only']}")
     say(f"  {len(slugs)} active tenants")
-    if mode is PoolMode.SESSION:
+    if probe is None:
+        pass  # said above
+    elif mode is PoolMode.SESSION:
         say(f"  pool mode session: connections keep their server session ({probe.evidence})")
     elif not probe.kept:
         say(f"  pool mode transaction: a transaction pooler is in front ({probe.evidence})")

@@ -193,6 +193,35 @@ async def test_session_mode_through_a_transaction_pooler_never_reports_a_value(
     assert "--database.pool-mode transaction" in hint(Reason.TRANSACTION_POOLER)
 
 
+async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
+    platform: Platform, pg_server: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As many server sessions as the exporter's connections: the second connection
+    # of the road check gets none in time once both lanes are open.
+    caplog.set_level(logging.WARNING)
+    await seed(platform)
+    ledger = Ledger(platform)
+    users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
+    with pgbouncer_server(pg_server.port, "session", users, {"default_pool_size": "2"}) as bouncer:
+        exporter = make_exporter(
+            bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database),
+            signals="dlq,preservation,audit_chain",
+            batch_size="1",
+            deadline="4",
+        )
+        refresh_every_scrape(exporter)
+        try:
+            for round_number in range(1, 4):
+                await ledger.add(round_number)
+                page = await scrape(exporter)
+                for signal in POSTGRES_SIGNALS:
+                    assert page.measured(signal) == 1, (round_number, signal)
+                ledger.assert_exact(page)
+        finally:
+            await exporter.close()
+    assert any("the road to the database was not checked" in r.getMessage() for r in caplog.records)
+
+
 def transaction_client(url: str, deadline: float) -> Postgres:
     settings = load({"database_url": url, "pool_mode": "transaction", "deadline": deadline}, {})
     return Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=deadline))
