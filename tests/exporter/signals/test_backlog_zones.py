@@ -16,37 +16,16 @@ import pytest
 from exporter.zones import SERVER, instant_sql
 from tests.platform import Platform
 from tests.scrapes import make_exporter, scrape
+from tests.zones import SERVER_ZONE, bogota_jobs, jobs_declaration
 
 pytestmark = pytest.mark.anyio
 
 OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
-SERVER_ZONE = "America/Bogota"
-
-
-def declaration(column: str, zone: str | None) -> str:
-    return f"""
-backlogs:
-  jobs:
-    help: Jobs waiting.
-    scope: tenant
-    table: jobs
-    pending:
-      status: pending
-    oldest: {column}
-""" + (f"    timezone: {zone}\n" if zone is not None else "")
 
 
 @pytest.fixture
 async def bogota(platform: Platform) -> Platform:
-    """One tenant with a jobs table, on a database whose sessions run in America/Bogota."""
-    await platform.execute(f"ALTER DATABASE {platform.database} SET timezone = '{SERVER_ZONE}'")
-    await platform.add_tenant("acme")
-    await platform.execute(
-        "CREATE TABLE tenant_acme.jobs (status text NOT NULL, at_local timestamp, at_utc timestamp,"
-        " at_tz timestamptz, on_day date)"
-    )
-    await platform.execute("GRANT SELECT ON tenant_acme.jobs TO orpycamcp_exporter")
-    return platform
+    return await bogota_jobs(platform)
 
 
 async def write_now(platform: Platform, session_zone: str | None = None) -> float:
@@ -66,7 +45,7 @@ async def write_now(platform: Platform, session_zone: str | None = None) -> floa
 
 async def oldest(platform: Platform, tmp_path: Path, column: str, zone: str | None) -> float | None:
     path = tmp_path / "backlogs.yml"
-    path.write_text(declaration(column, zone))
+    path.write_text(jobs_declaration(column, zone))
     exporter = make_exporter(platform.exporter_url, signals="jobs", backlogs_file=str(path))
     try:
         page = await scrape(exporter)
@@ -111,7 +90,7 @@ async def test_a_date_is_midnight_in_the_zone(bogota: Platform, tmp_path: Path) 
 async def test_a_column_of_another_type_makes_the_backlog_unmeasured(bogota: Platform, tmp_path: Path) -> None:
     await write_now(bogota)
     path = tmp_path / "backlogs.yml"
-    path.write_text(declaration("status", "server"))
+    path.write_text(jobs_declaration("status", "server"))
     exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_file=str(path))
     try:
         page = await scrape(exporter)

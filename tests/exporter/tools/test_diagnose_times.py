@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.platform import Platform
+from tests.zones import bogota_jobs, jobs_declaration
 
 pytestmark = pytest.mark.anyio
 
@@ -19,10 +20,7 @@ WARNING = "is a timestamp without time zone, read as UTC, on a server whose Time
 
 def declared(tmp_path: Path, column: str, zone: str | None) -> str:
     path = tmp_path / "backlogs.yml"
-    path.write_text(
-        f"backlogs:\n  jobs:\n    help: Jobs waiting.\n    scope: tenant\n    table: jobs\n"
-        f"    pending:\n      status: pending\n    oldest: {column}\n" + (f"    timezone: {zone}\n" if zone else "")
-    )
+    path.write_text(jobs_declaration(column, zone))
     return str(path)
 
 
@@ -34,13 +32,11 @@ def diagnose(platform: Platform, backlogs: str) -> subprocess.CompletedProcess[s
 
 @pytest.fixture
 async def bogota(platform: Platform) -> Platform:
-    await platform.execute(f"ALTER DATABASE {platform.database} SET timezone = 'America/Bogota'")
-    await platform.add_tenant("acme")
+    await bogota_jobs(platform)
     await platform.execute(
-        "CREATE TABLE tenant_acme.jobs (status text NOT NULL, at_local timestamp, at_tz timestamptz, on_day date)"
+        "INSERT INTO tenant_acme.jobs VALUES"
+        " ('pending', now()::timestamp, now() AT TIME ZONE 'UTC', now(), current_date)"
     )
-    await platform.execute("GRANT SELECT ON tenant_acme.jobs TO orpycamcp_exporter")
-    await platform.execute("INSERT INTO tenant_acme.jobs VALUES ('pending', now()::timestamp, now(), current_date)")
     return platform
 
 
