@@ -39,6 +39,8 @@ class Reason(StrEnum):
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
     TRANSACTION_POOLER = "transaction_pooler"
+    STATEMENT_POOLER = "statement_pooler"
+    CONNECT_NOT_GRANTED = "connect_not_granted"
     # Replicas and standbys, on either source
     REPLICA_STALE = "replica_stale"
     # Redis
@@ -248,3 +250,25 @@ class SessionNotKept(Exception):
             " a transaction pooler is in front of the database; set --database.pool-mode transaction"
             " (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
         )
+
+
+class ConnectNotGranted(Exception):
+    """The server refused the role a session on the database: no CONNECT privilege."""
+
+    reason = Reason.CONNECT_NOT_GRANTED
+
+    def __init__(self, role: str, database: str) -> None:
+        self.role = role
+        self.database = database
+        super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
+
+
+def server_words(exc: BaseException) -> str:
+    """A server's error on one line: SQLSTATE, message and detail, never the hint
+    (the driver's hints are advice for its own users, over many lines)."""
+    message = str(exc.args[0]) if exc.args else type(exc).__name__
+    detail = getattr(exc, "detail", None)
+    text = f"{message} ({detail})" if detail else message
+    one_line = " ".join(text.split())
+    sqlstate = getattr(exc, "sqlstate", None)
+    return f"{sqlstate}: {one_line}" if sqlstate else one_line

@@ -24,13 +24,15 @@ from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.options import Choice, Count, Option, Refused, Seconds, Text, declared, feeding, option
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
-from exporter.sources import dsn
+from exporter.sources import dsn, url_secrets
 from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
+# The query parameters of a Redis URL that redis-py reads as connection settings.
+REDIS_PARAMETERS = frozenset({"db", "username", "password", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname"})
 # Unused database connections are closed after this many TTLs (when not set).
 IDLE_CLOSE_TTLS = 3
-UNENCODED = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+UNENCODED = url_secrets.ENCODE
 
 C = TypeVar("C")
 FILE = Text(kind="file path")
@@ -88,6 +90,9 @@ class RedisUrl:
     def __call__(self, raw: str, env: Mapping[str, str]) -> str:
         if ambiguous_authority(raw):
             raise Refused(f"{redact_url(raw)} is not a valid URL: {UNENCODED}")
+        unreadable = url_secrets.ambiguity(raw, REDIS_PARAMETERS)
+        if unreadable is not None:
+            raise Refused(f"{redact_url(raw)} is not a valid URL: {unreadable}")
         try:
             parts = urllib.parse.urlsplit(raw)
             parts.port  # noqa: B018 -- raises ValueError on a bad port

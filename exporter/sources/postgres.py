@@ -43,11 +43,12 @@ from enum import StrEnum
 
 import asyncpg
 
-from exporter.errors import SessionNotKept, TenantListUnreadable
+from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
 from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
+from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -59,8 +60,6 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.UndefinedColumnError,
 )
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
-BACKEND_PID_SQL = "SELECT pg_backend_pid()"
-COMMIT_SQL = "COMMIT"
 # A prepared statement the server does not know (26000), or a name it already
 # knows (42P05): the connection's server session is not the one it prepared on.
 _SESSION_STATE_LOST = (
@@ -147,14 +146,6 @@ class _Lane:
         return connection
 
 
-@dataclass(frozen=True)
-class SessionProbe:
-    """Whether a connection keeps its server session from one transaction to the next."""
-
-    kept: bool
-    evidence: str
-
-
 class _Road:
     """What the readers of one set of lanes learned about the road to the server."""
 
@@ -194,6 +185,35 @@ class Postgres:
     # -- lanes ---------------------------------------------------------------
 
     async def _connect(self) -> asyncpg.Connection:
+        """A new connection for a lane; in session pool mode, only once the road is
+        known to keep its server session (so no value is ever read on one that
+        does not)."""
+        connection = await self._open()
+        if self.settings.pool_mode is PoolMode.SESSION:
+            await self._decide_road(connection)
+        return connection
+
+    async def _decide_road(self, connection: asyncpg.Connection) -> None:
+        """Raises SessionNotKept (and drops `connection`) unless it keeps its server session."""
+        try:
+            other = await self._open()
+            try:
+                probe = await probe_road(connection, other, self._opening, self.timeouts)
+            finally:
+                other.terminate()
+        except RoadUndecided as undecided:
+            # As before the probe: every pass still checks the server process and
+            # every statement name, so a changed session is found, never read.
+            log.warning("the road to the database was not checked: %s; checked on every pass instead", undecided)
+            return
+        except BaseException:
+            connection.terminate()
+            raise
+        if not probe.kept:
+            connection.terminate()
+            raise self._session_not_kept(probe.evidence)
+
+    async def _open(self) -> asyncpg.Connection:
         s = self.settings
         connection: asyncpg.Connection = await connect(
             s.url,
@@ -293,7 +313,7 @@ class Postgres:
                 lane.prepared[sql] = statement
             rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
         except _SESSION_STATE_LOST as exc:
-            raise self._session_not_kept(f"{exc.sqlstate}: {exc}") from exc
+            raise self._session_not_kept(server_words(exc)) from exc
         return rows
 
     async def _check_session(self, lane: _Lane) -> None:
@@ -347,36 +367,16 @@ class Postgres:
 
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
-        while another connection holds a transaction open: a direct connection or
-        a session pooler always does, a transaction pooler cannot (for diagnose)."""
-        first = await self._connect()
+        (exporter.sources.road), whatever the pool mode (for diagnose)."""
+        first = await self._open()
         try:
-            second = await self._connect()
+            second = await self._open()
             try:
-                pid = await self._probe_pid(first)
-                await second.execute(self._opening, timeout=self.timeouts.client)
-                lent: int = await second.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
-                if lent == pid:
-                    return SessionProbe(False, f"server process {pid} served two connections in turn")
-                try:
-                    # Bounded like a lock wait: a pooler with one server session
-                    # makes this wait for the other connection's transaction.
-                    again = await asyncio.wait_for(self._probe_pid(first), self.timeouts.lock)
-                except TimeoutError:
-                    return SessionProbe(False, "a connection waited for another connection's transaction to end")
-                if again != pid:
-                    return SessionProbe(False, f"server process {pid} became {again} between two transactions")
-                return SessionProbe(True, f"server process {pid} kept between transactions")
+                return await probe_road(first, second, self._opening, self.timeouts)
             finally:
                 second.terminate()
         finally:
             first.terminate()
-
-    async def _probe_pid(self, connection: asyncpg.Connection) -> int:
-        await connection.execute(self._opening, timeout=self.timeouts.client)
-        pid: int = await connection.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
-        await connection.execute(COMMIT_SQL, timeout=self.timeouts.client)
-        return pid
 
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose

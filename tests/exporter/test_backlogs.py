@@ -82,6 +82,10 @@ KYC_VARIANTS: list[tuple[str, str, str, str, str]] = [
     ("empty-list", "status: pending", "status: []", "pending.status", "non-empty list"),
     ("not-scalar", "status: pending", "status: {not: PROCESSED}", "pending.status.not", "non-empty list"),
     ("not-other-key", "status: pending", "status: {is: [x]}", "pending.status", "{not: [values]}"),
+    ("timezone-unknown", "oldest: created_at", "oldest: created_at\n    timezone: Mars/Olympus", "timezone", "IANA"),
+    ("timezone-path", "oldest: created_at", "oldest: created_at\n    timezone: /etc/passwd", "timezone", "IANA"),
+    ("timezone-number", "oldest: created_at", "oldest: created_at\n    timezone: 5", "timezone", "IANA"),
+    ("timezone-without-oldest", "    oldest: created_at", "    timezone: UTC", "timezone", "needs oldest"),
 ]
 # Other texts: (id, the text, the backlog named, the key named, the problem).
 OTHERS: list[tuple[str, str, str | None, str | None, str]] = [
@@ -110,6 +114,15 @@ def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
     text = GOOD + GOOD.split("backlogs:\n", 1)[1]
     with pytest.raises(BacklogConfigError, match=r"refused \(line 12\): key 'kyc' is given twice"):
         parse_backlogs(text, SETTING)
+
+
+@pytest.mark.parametrize(
+    ("written", "zone"), [(None, "UTC"), ("UTC", "UTC"), ("server", "server"), ("America/Bogota", "America/Bogota")]
+)
+def test_the_zone_of_the_oldest_column(written: str | None, zone: str) -> None:
+    text = GOOD if written is None else replaced("oldest: created_at", f"oldest: created_at\n    timezone: {written}")
+    (kyc,) = parse_backlogs(text, SETTING)
+    assert kyc.timezone == zone
 
 
 def test_invalid_yaml_is_refused() -> None:
@@ -142,6 +155,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (replaced("[face_match, ocr_extraction]", "[face_match, face_match]"), "backlog 'kyc', key 'groups'"),
         (replaced("  kyc:", "  streams:"), "backlog 'streams'"),
+        (replaced("oldest: created_at", "oldest: created_at\n    timezone: Europe/Atlantis"), "key 'timezone'"),
     ],
 )
 def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: str, named: str) -> None:

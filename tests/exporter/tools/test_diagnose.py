@@ -216,6 +216,9 @@ async def test_the_road_is_checked_against_the_pool_mode(
     assert says in done.stdout
     if code == 1:
         assert "set --database.pool-mode transaction" in done.stdout
+        # Nothing is measured on a road that does not fit the pool mode.
+        assert "ok   " not in done.stdout
+        assert "FAIL dlq: not measurable: transaction_pooler" in done.stdout
     assert EXPORTER_PASSWORD not in done.stdout + done.stderr
 
 
