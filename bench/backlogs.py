@@ -29,10 +29,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.run import Spread, execute
+from bench.figures import Spread
+from bench.machine import execute
+from devkit.backlogs import example_backlogs
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import (
-    KYC_BACKLOG,
     create_database,
     create_queues,
     create_tenants,
@@ -47,17 +48,6 @@ from registry.families import DLQ_PENDING
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EXPORTER_PASSWORD = "bench-backlogs-exporter"  # noqa: S105 -- a throwaway server's role
-OUTBOX_BACKLOG = """
-  outbox:
-    help: Outbox events not yet processed.
-    scope: global
-    table: public.outbox
-    pending:
-      status: {not: [PROCESSED]}
-    group_by: partition
-    groups: [0, 1, 2, 3]
-    oldest: created_at
-"""
 OUTBOX_SQL = """
 CREATE TABLE public.outbox (
     id bigserial PRIMARY KEY, partition int NOT NULL, status text NOT NULL, created_at timestamptz NOT NULL);
@@ -174,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as directory:
         backlogs_file = str(Path(directory) / "backlogs.yml")
-        Path(backlogs_file).write_text(KYC_BACKLOG + OUTBOX_BACKLOG)
+        Path(backlogs_file).write_text(example_backlogs())
         server = start_postgres()
         try:
             figures = asyncio.run(run(args, server, backlogs_file))

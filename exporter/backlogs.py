@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from exporter import zones
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
@@ -19,7 +20,7 @@ from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
+KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "timezone")
 REQUIRED = ("help", "scope", "table", "pending")
 
 Value = str | int
@@ -49,6 +50,7 @@ class Backlog:
     group_by: str | None = None
     groups: tuple[str, ...] | None = None  # label values, in declared order
     oldest: str | None = None
+    timezone: str = zones.UTC  # the zone `oldest` is written in, when it is not a timestamptz (exporter.zones)
 
 
 class _Reader:
@@ -136,7 +138,18 @@ class _Reader:
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
-        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest)
+        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest, self.zone(name, raw))
+
+    def zone(self, backlog: str, raw: dict[object, object]) -> str:
+        if "timezone" not in raw:
+            return zones.UTC
+        if "oldest" not in raw:
+            raise self.fail(backlog, "timezone", "needs oldest: the column whose zone it is")
+        zone = raw["timezone"]
+        problem = zones.zone_problem(zone)
+        if problem is not None or not isinstance(zone, str):
+            raise self.fail(backlog, "timezone", problem or f"{zone!r} is not a zone name")
+        return zone
 
     def document(self, raw: object) -> tuple[Backlog, ...]:
         if not isinstance(raw, dict):

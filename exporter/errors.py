@@ -39,6 +39,10 @@ class Reason(StrEnum):
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
     TRANSACTION_POOLER = "transaction_pooler"
+    STATEMENT_POOLER = "statement_pooler"
+    CONNECT_NOT_GRANTED = "connect_not_granted"
+    # Replicas and standbys, on either source
+    REPLICA_STALE = "replica_stale"
     # Redis
     MISSING_GROUP = "missing_group"
     CLUSTER_REDIRECT = "cluster_redirect"
@@ -48,6 +52,7 @@ class Reason(StrEnum):
     MASTER_DOWN = "master_down"
     UNKNOWN_SENTINEL_SERVICE = "unknown_sentinel_service"
     REDIS_ERROR = "redis_error"
+    CLUSTER_CHANGED = "cluster_changed"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"
 
@@ -179,6 +184,37 @@ class TenantListUnreadable(MeasurementError):
         self.sqlstate = sqlstate
         self.problem = problem
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
+
+
+class ReplicaStale(MeasurementError):
+    """The server read is a replica (or a standby) that may have missed its master's
+    writes for longer than the bound: its values are not presented as current."""
+
+    reason = Reason.REPLICA_STALE
+
+    def __init__(self, signal: str, server: str, state: str, bound: float, setting: str) -> None:
+        self.server = server
+        self.state = state
+        self.bound = bound
+        self.setting = setting
+        super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
+
+
+class ClusterChanged(Exception):
+    """A Redis Cluster node redirected a command (MOVED; an ASK where it is not
+    followed) or asked for it again (TRYAGAIN): the slot map the measurement was
+    routed by is no longer the cluster's, so none of its replies is kept."""
+
+    reason = Reason.CLUSTER_CHANGED
+
+    def __init__(self, node: str, command: str, redirect: str) -> None:
+        self.node = node
+        self.command = command
+        self.redirect = redirect
+        super().__init__(
+            f"node {node} answered {redirect} to {command}: a slot moved since the slot map was read;"
+            " it is read again for the next measurement"
+        )
 
 
 class BacklogConfigError(ConfigError):
@@ -340,3 +376,25 @@ class SentinelsRefusedCredentials(SentinelsUnreachable):
 
     reason = Reason.AUTHENTICATION_FAILED
     summary = "every sentinel refused the credentials given for the sentinels"
+
+
+class ConnectNotGranted(Exception):
+    """The server refused the role a session on the database: no CONNECT privilege."""
+
+    reason = Reason.CONNECT_NOT_GRANTED
+
+    def __init__(self, role: str, database: str) -> None:
+        self.role = role
+        self.database = database
+        super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
+
+
+def server_words(exc: BaseException) -> str:
+    """A server's error on one line: SQLSTATE, message and detail, never the hint
+    (the driver's hints are advice for its own users, over many lines)."""
+    message = str(exc.args[0]) if exc.args else type(exc).__name__
+    detail = getattr(exc, "detail", None)
+    text = f"{message} ({detail})" if detail else message
+    one_line = " ".join(text.split())
+    sqlstate = getattr(exc, "sqlstate", None)
+    return f"{sqlstate}: {one_line}" if sqlstate else one_line

@@ -10,7 +10,15 @@ from typing import NamedTuple
 import asyncpg
 import redis.exceptions
 
-from exporter.errors import DatabaseUnreachable, MeasurementError, Reason, SourceError
+from exporter.errors import (
+    ClusterChanged,
+    ConnectNotGranted,
+    DatabaseUnreachable,
+    MeasurementError,
+    Reason,
+    SourceError,
+    server_words,
+)
 from exporter.samples import Sample
 from exporter.sources.dsn import InvalidDatabaseUrl
 
@@ -55,6 +63,10 @@ _POSTGRES_REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
 )
 
 
+# What PgBouncer answers a transaction block in pool_mode = statement.
+STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
+
+
 def classify(exc: BaseException, deadline: float) -> Failure:
     """Map any exception raised while measuring to a stable reason and a safe detail."""
     # Batches run concurrently in a task group: the first failure speaks for it.
@@ -62,15 +74,18 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         exc = exc.exceptions[0]
     if isinstance(exc, MeasurementError):
         return Failure(exc.reason, exc.detail)
-    if isinstance(exc, SourceError):
+    if isinstance(exc, SourceError | ClusterChanged | ConnectNotGranted):
         return Failure(exc.reason, str(exc))
     if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
         return Failure(Reason.TIMEOUT, f"not complete within the {deadline:g} s deadline")
+    if isinstance(exc, asyncpg.exceptions.PostgresConnectionError) and STATEMENT_POOLING in str(exc):
+        # PgBouncer's only word for it, as it closes the connection.
+        return Failure(Reason.STATEMENT_POOLER, server_words(exc))
     if isinstance(exc, asyncpg.PostgresError):
         for error_type, reason in _POSTGRES_REASONS:
             if isinstance(exc, error_type):
-                return Failure(reason, f"{exc.sqlstate}: {exc}")
-        return Failure(Reason.SQL_ERROR, f"{exc.sqlstate}: {exc}")
+                return Failure(reason, server_words(exc))
+        return Failure(Reason.SQL_ERROR, server_words(exc))
     if isinstance(exc, DatabaseUnreachable):
         return Failure(Reason.CONNECTION_ERROR, str(exc))
     if isinstance(exc, InvalidDatabaseUrl):

@@ -23,15 +23,15 @@ from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.options import Choice, Count, Option, Refused, Seconds, Text, declared, feeding, option
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
-from exporter.sources import dsn
+from exporter.sources import dsn, url_secrets
 from exporter.sources.postgres import PoolMode
 from exporter.sources.redis_tls import NO_TLS, RedisTls, TlsFileError, load_tls
-from exporter.sources.redis_url import parse_redis_url
+from exporter.sources.redis_url import KNOWN_PARAMETERS, parse_redis_url
 
 DEFAULT_PORT = 9874
 # Unused database connections are closed after this many TTLs (when not set).
 IDLE_CLOSE_TTLS = 3
-UNENCODED = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+UNENCODED = url_secrets.ENCODE
 
 C = TypeVar("C")
 FILE = Text(kind="file path")
@@ -85,6 +85,11 @@ class RedisUrl:
     kind: str = "redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// URL (rediss+... for TLS)"
 
     def __call__(self, raw: str, env: Mapping[str, str]) -> str:
+        if ambiguous_authority(raw):
+            raise Refused(f"{redact_url(raw)} is not a valid URL: {UNENCODED}")
+        unreadable = url_secrets.ambiguity(raw, KNOWN_PARAMETERS)
+        if unreadable is not None:
+            raise Refused(f"{redact_url(raw)} is not a valid URL: {unreadable}")
         try:
             parse_redis_url(raw)
         except InvalidRedisUrl as exc:
@@ -256,6 +261,24 @@ class Settings:
         metavar="MODE",
         default=PoolMode.SESSION.value,
         feeds=("PostgresSettings.pool_mode",),
+    )
+    database_replica_max_staleness: float = option(
+        "--database.replica-max-staleness",
+        Seconds(),
+        "seconds a hot standby read may lag behind its primary before the database signals are unmeasured"
+        " (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("PostgresSettings.replica_max_staleness",),
+    )
+    redis_replica_max_staleness: float = option(
+        "--redis.replica-max-staleness",
+        Seconds(),
+        "seconds a Redis replica read may have been without word from its master before the streams signal is"
+        " unmeasured (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("RedisSettings.replica_max_staleness",),
     )
     backlogs_file: str | None = option(
         "--backlogs.config-file",

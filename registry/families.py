@@ -130,6 +130,13 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
+REDIS_REPLICA_LAG = Family(
+    name=PREFIX + "redis_replica_lag_seconds",
+    help="How far behind its master the Redis replica the streams are read from may be: seconds since it last"
+    " heard from its master, or since its link went down; absent when the server read is a master.",
+    signal=META,
+    sparse=True,
+)
 DATABASE_REPLAY_LAG = Family(
     name=PREFIX + "database_replay_lag_seconds",
     help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
@@ -215,6 +222,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_OLDEST_PENDING,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    REDIS_REPLICA_LAG,
     DATABASE_REPLAY_LAG,
     BUILD_INFO,
     HTTP_CONNECTIONS,

@@ -70,6 +70,9 @@ FAILURE_REASONS: tuple[str, ...] = (
     "connection_error",
     "sql_error",
     "transaction_pooler",
+    "statement_pooler",
+    "connect_not_granted",
+    "replica_stale",
     "missing_group",
     "cluster_redirect",
     "cluster_down",
@@ -78,6 +81,7 @@ FAILURE_REASONS: tuple[str, ...] = (
     "master_down",
     "unknown_sentinel_service",
     "redis_error",
+    "cluster_changed",
     "internal_error",
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NamedTuple
 
 import asyncpg
@@ -22,6 +22,7 @@ from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, epoch_seconds
 from exporter.sources import Sources
 from exporter.sources.identifiers import quote_identifier
+from exporter.zones import instant_sql
 from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
 
 
@@ -60,7 +61,7 @@ def branch_sql(backlog: Backlog, table: str, where: str) -> str:
     if backlog.group_by is not None:
         columns.append(f"{quote_identifier(backlog.group_by)} AS grp")
     if backlog.oldest is not None:
-        columns.append(f"{quote_identifier(backlog.oldest)} AS ts")
+        columns.append(f"{instant_sql(quote_identifier(backlog.oldest), backlog.timezone)} AS ts")
     return f"SELECT {', '.join(columns) or '1 AS item'} FROM {table} WHERE {where}"
 
 
@@ -96,10 +97,9 @@ def group_label(value: object) -> str:
 
 def oldest_seconds(backlog: Backlog, value: object) -> float:
     where = f"{backlog.table[-1]}.{backlog.oldest}"
-    if not isinstance(value, datetime):
-        raise ContractViolation(backlog.name, where, f"not a timestamp column ({type(value).__name__})")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)  # a timestamp without time zone is read as UTC
+    # The SQL reads every time column as a timestamptz (exporter.zones.instant_sql).
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ContractViolation(backlog.name, where, f"not read as an instant ({type(value).__name__})")
     return epoch_seconds(backlog.name, where, value)
 
 
@@ -110,6 +110,11 @@ async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
         if backlog.scope is Scope.TENANT:
             return await postgres.fetch_tenant_batches(backlog.name, functools.partial(batch_sql, backlog, where), args)
         return await postgres.fetch(aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)]), *args)
+    except* asyncpg.exceptions.UndefinedFunctionError:
+        # The time expression plans only for a timestamp, timestamptz or date (exporter.zones).
+        raise ContractViolation(
+            backlog.name, f"{backlog.table[-1]}.{backlog.oldest}", "not a timestamp, timestamptz or date column"
+        ) from None
     except* asyncpg.exceptions.DataError as group:
         # asyncpg refuses to bind a value of the wrong type (text for an integer column, ...).
         raise ContractViolation(

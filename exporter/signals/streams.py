@@ -81,7 +81,7 @@ def samples_of(reading: StreamsReading) -> list[Sample]:
 
 
 async def measure(sources: Sources) -> list[Sample]:
-    reading = await sources.require_redis(NAME).read(STREAM_GROUPS, DEADLETTER_STREAMS)
+    reading = await sources.require_redis(NAME).read(STREAM_GROUPS, DEADLETTER_STREAMS, signal=NAME)
     return samples_of(reading)
 
 

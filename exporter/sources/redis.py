@@ -1,18 +1,24 @@
-"""Redis Streams access: one pipelined round trip for every known key.
+"""Redis Streams access: one pipelined round trip for every known key (one per
+node on a Redis Cluster, exporter/sources/cluster_read.py).
 
 The streams and groups are known (closed registry), so there is never a KEYS
-or SCAN; a failure is not retried here: the cache's TTL is the retry.
+or SCAN; a failure is not retried here: the cache's TTL is the retry. On a
+single server, `INFO replication` rides in the same pipeline, so a replica's
+link to its master is checked with every reading (exporter/replication.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import redis.exceptions
+from redis.asyncio.cluster import RedisCluster
 
+from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, ReplicaLink, redis_link, require_fresh
+from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
-from exporter.sources.redis_errors import translated
+from exporter.sources.redis_errors import reply_error, translated
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
@@ -22,6 +28,7 @@ from exporter.timeouts import Timeouts
 class RedisSettings:
     url: str = field(repr=False)  # it may hold the password
     client_name: str = "orpycamcp-exporter"
+    replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
     tls: RedisTls = NO_TLS
 
     @property
@@ -36,56 +43,101 @@ class StreamsReading:
     pending: tuple[object, ...]  # XPENDING summaries, one per (stream, group)
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
     first_entries: tuple[object, ...]  # XRANGE - + COUNT 1, one per dead-letter stream
+    replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
+
+
+def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> list[Command]:
+    """The commands of one reading, in the order StreamsReading takes their replies."""
+    commands: list[Command] = [("XPENDING", stream, group) for stream, group in groups]
+    for stream in deadletter_streams:
+        commands.append(("XLEN", stream))
+        commands.append(("XRANGE", stream, "-", "+", "COUNT", "1"))
+    return commands
+
+
+def reading_of(replies: Sequence[object], groups: int, replica: ReplicaLink | None) -> StreamsReading:
+    rest = replies[groups:]
+    return StreamsReading(
+        pending=tuple(replies[:groups]), lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]), replica=replica
+    )
+
+
+Client = RedisClient
+MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
 
 
 class RedisStreams:
     """Reads consumer-group pending lists and dead-letter streams."""
 
-    def __init__(self, settings: RedisSettings, timeouts: Timeouts) -> None:
+    def __init__(self, settings: RedisSettings, timeouts: Timeouts, client: Client | None = None) -> None:
         self.settings = settings
         self.timeouts = timeouts
-        self._road: RedisRoad | None = None
+        # A client given here (the tests' cluster behind relays) is read as it is.
+        self._road: RedisRoad | None = RedisRoad(client) if client is not None else None
+        self._cluster: ClusterReader | None = None
+        # The link of the server the last reading got as far as INFO on: shown as a
+        # meta gauge whether or not the streams were measured (exporter/replication.py).
+        self.replica_link: ReplicaLink | None = None
 
     def _get_road(self) -> RedisRoad:
         if self._road is None:
             self._road = build_road(self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts)
         return self._road
 
-    def _get_client(self) -> RedisClient:
+    def _get_client(self) -> Client:
         return self._get_road().client
 
-    async def read(self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> StreamsReading:
+    async def read(
+        self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str = "streams"
+    ) -> StreamsReading:
+        """The replies for `signal`; raises ReplicaStale first when the server is a replica
+        too far behind its master (what it says, NOGROUP included, is then no news).
+        Redis's refusals are raised as the exporter's typed errors (redis_errors)."""
         try:
-            return await self._read(groups, deadletter_streams)
+            return await self._read(groups, deadletter_streams, signal)
         except redis.exceptions.RedisError as exc:
             typed = translated(exc)
             if typed is exc:
                 raise
             raise typed from exc
 
-    async def _read(self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> StreamsReading:
-        await self._get_road().before_read()
-        # What each reply answers, to name the command and key of a refusal.
-        calls: list[tuple[str, str, str | None]] = []
-        async with self._get_client().pipeline(transaction=False) as pipe:
-            for stream, group in groups:
-                pipe.xpending(stream, group)
-                calls.append(("XPENDING", stream, group))
-            for stream in deadletter_streams:
-                pipe.xlen(stream)
-                pipe.xrange(stream, count=1)
-                calls += [("XLEN", stream, None), ("XRANGE", stream, None)]
-            # Errors come back in place rather than raised: raising would first
-            # rewrite the message ("Command # 1 (...) of pipeline caused error:
-            # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, ...).
-            replies = await pipe.execute(raise_on_error=False)
-        for reply, (command, key, group_of_call) in zip(replies, calls, strict=True):
+    async def _read(
+        self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str
+    ) -> StreamsReading:
+        commands = stream_commands(groups, deadletter_streams)
+        road = self._get_road()
+        client = road.client
+        if isinstance(client, RedisCluster):
+            self.replica_link = None
+            if self._cluster is None or self._cluster.cluster is not client:
+                self._cluster = ClusterReader(client)
+            # A cluster's masters are read, never a replica: a node that is one redirects.
+            return reading_of(await self._cluster.read(commands), len(groups), None)
+        try:
+            await road.before_read()  # behind sentinels: the master they name now
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.execute_command("INFO", "replication")
+                for command in commands:
+                    pipe.execute_command(*command)
+                # Errors come back in place rather than raised: raising would first
+                # rewrite the message ("Command # 1 (...) of pipeline caused error:
+                # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
+                replies = await pipe.execute(raise_on_error=False)
+        except BaseException:
+            self.replica_link = None  # not read this time: the gauge is absent, not old
+            raise
+        info = replies[0]
+        if not isinstance(info, Mapping):
+            self.replica_link = None
+            if isinstance(info, redis.exceptions.ResponseError):
+                raise reply_error(info, ("INFO",))
+            raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
+        link = self.replica_link = redis_link(road.server(), info)
+        require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
+        for reply, command in zip(replies[1:], commands, strict=True):
             if isinstance(reply, redis.exceptions.ResponseError):
-                typed = translated(reply, command, key, group_of_call)
-                raise typed from (None if typed is reply else reply)
-        pending = tuple(replies[: len(groups)])
-        rest = replies[len(groups) :]
-        return StreamsReading(pending=pending, lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]))
+                raise reply_error(reply, command)
+        return reading_of(replies[1:], len(groups), link)
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
@@ -100,4 +152,5 @@ class RedisStreams:
     async def close(self) -> None:
         if self._road is not None:
             road, self._road = self._road, None
+            self._cluster = None
             await road.aclose()

@@ -117,6 +117,14 @@ class RedisRoad:
         if self.sentinels is not None:
             await self.sentinels.follow_master()
 
+    def server(self) -> str:
+        """The server the reads go to, as host:port (or the socket's path)."""
+        if self.sentinels is not None:
+            address = self.sentinels.master_address()
+            return f"{address[0]}:{address[1]}" if address else "?"
+        kwargs = self.client.connection_pool.connection_kwargs if isinstance(self.client, redis.asyncio.Redis) else {}
+        return f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}".rstrip(":")
+
     async def where_reads_go(self) -> str | None:
         """Where the next read goes, when it takes more than the URL to know (Sentinel)."""
         if self.sentinels is None:

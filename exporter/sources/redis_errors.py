@@ -4,6 +4,8 @@ downstream reads a Redis error string."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis.exceptions
 
 from exporter.errors import (
@@ -29,3 +31,15 @@ def translated(
     if isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith("NOGROUP") and key and group:
         return RedisGroupMissing(key, group)
     return exc
+
+
+def reply_error(reply: BaseException, command: Sequence[str]) -> BaseException:
+    """The typed error for the refusal of `command` (name, key, arguments), a reply read
+    in place in a pipeline; the reply itself when the exporter has nothing to add."""
+    name = command[0]
+    key = command[1] if len(command) > 1 else None
+    group = command[2] if name == "XPENDING" and len(command) > 2 else None
+    typed = translated(reply, name, key, group)
+    if typed is not reply:
+        typed.__cause__ = reply
+    return typed

@@ -17,7 +17,8 @@ HINTS: dict[Reason, str] = {
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
-    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it",
+    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it; for a declared"
+    " backlog's time column, `diagnose` says which type and zone it is read in",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
     Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
@@ -46,6 +47,18 @@ HINTS: dict[Reason, str] = {
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
     " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
     " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
+    Reason.STATEMENT_POOLER: "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
+    " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
+    " --database.pool-mode transaction",
+    Reason.CONNECT_NOT_GRANTED: "the role may not connect to the database: GRANT CONNECT ON DATABASE <database>"
+    " TO orpycamcp_exporter (exporter/contract/grants.sql grants it with the rest)",
+    Reason.REPLICA_STALE: "the server read is a replica (or a standby) that has not heard from its master for"
+    " longer than the bound: mend its link (Redis: INFO replication, master_link_status; PostgreSQL:"
+    " pg_stat_wal_receiver), read the master instead, or raise --redis.replica-max-staleness /"
+    " --database.replica-max-staleness (docs/connecting.md, Replicas and standbys)",
+    Reason.CLUSTER_CHANGED: "a Redis Cluster slot moved (a resharding, a failover) since the slot map was read:"
+    " the next measurement reads the new slot map; if it lasts, check the cluster (redis-cli --cluster check"
+    " HOST:PORT)",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.CLUSTER_REDIRECT: "the Redis URL names one node of a Redis Cluster, which redirects (MOVED, ASK) the keys"
     " it does not own: use redis+cluster://HOST:PORT[,HOST:PORT...] (rediss+cluster:// with TLS)",
@@ -69,7 +82,7 @@ HINTS: dict[Reason, str] = {
 # The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
-    " -@all +xpending +xlen +xrange +client|setname"
+    " -@all +xpending +xlen +xrange +info +client|setname"
 )
 
 # Where the same reason means something else on Redis.

@@ -9,6 +9,7 @@ import pytest
 import redis.exceptions
 
 from exporter.errors import (
+    ConnectNotGranted,
     ContractViolation,
     RedisGroupMissing,
     RedisPermissionDenied,
@@ -35,6 +36,14 @@ from exporter.outcomes import classify
         (asyncpg.exceptions.InternalClientError("cannot switch to state 12"), "connection_error"),
         (asyncpg.exceptions.SyntaxOrAccessError("syntax"), "sql_error"),
         (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
+        (ConnectNotGranted("orpycamcp_exporter", "platform"), "connect_not_granted"),
+        (
+            asyncpg.exceptions.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation: transaction blocks not allowed in statement"
+                " pooling mode"
+            ),
+            "statement_pooler",
+        ),
         (
             asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "s" does not exist'),
             "transaction_pooler",
@@ -57,3 +66,14 @@ from exporter.outcomes import classify
 )
 def test_classify(exc: BaseException, reason: str) -> None:
     assert classify(exc, 10).reason == reason
+
+
+def test_a_server_error_is_one_line_without_the_driver_advice() -> None:
+    # As asyncpg raises it through PgBouncer: its own 14-line advice as the hint.
+    exc = asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "orpycamcp_1_0" does not exist')
+    exc.hint = '\nNOTE: pgbouncer with pool_mode set to "transaction" or\n"statement" does not support ...\n* a\n* b'
+    exc.detail = "a detail\nover two lines"
+    assert "NOTE: pgbouncer" in str(exc)
+    failure = classify(exc, 10)
+    assert failure.detail == '26000: prepared statement "orpycamcp_1_0" does not exist (a detail over two lines)'
+    assert classify(SessionNotKept(failure.detail), 10).detail.count("\n") == 0
