@@ -18,7 +18,7 @@ from redis.asyncio.cluster import RedisCluster
 from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, ReplicaLink, redis_link, require_fresh
 from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
-from exporter.sources.redis_errors import reply_error, translated
+from exporter.sources.redis_errors import reply_error, translating
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
@@ -93,13 +93,8 @@ class RedisStreams:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news).
         Redis's refusals are raised as the exporter's typed errors (redis_errors)."""
-        try:
+        with translating():
             return await self._read(groups, deadletter_streams, signal)
-        except redis.exceptions.RedisError as exc:
-            typed = translated(exc)
-            if typed is exc:
-                raise
-            raise typed from exc
 
     async def _read(
         self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str
@@ -141,13 +136,8 @@ class RedisStreams:
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
-        try:
+        with translating():
             return await self._get_road().where_reads_go()
-        except redis.exceptions.RedisError as exc:
-            typed = translated(exc)
-            if typed is exc:
-                raise
-            raise typed from exc
 
     async def close(self) -> None:
         if self._road is not None:

@@ -4,7 +4,8 @@ downstream reads a Redis error string."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import redis.exceptions
 
@@ -43,3 +44,15 @@ def reply_error(reply: BaseException, command: Sequence[str]) -> BaseException:
     if typed is not reply:
         typed.__cause__ = reply
     return typed
+
+
+@contextmanager
+def translating() -> Iterator[None]:
+    """Raises what the block raises, as its typed error when there is one."""
+    try:
+        yield
+    except redis.exceptions.RedisError as exc:
+        typed = translated(exc)
+        if typed is exc:
+            raise
+        raise typed from exc
