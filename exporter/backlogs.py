@@ -1,5 +1,6 @@
 """Declared backlogs: the YAML file (--backlogs.config-file), read and
-validated completely at start, into plain values.
+validated completely at start, into plain values. The same file may declare
+more streams for the streams signal (exporter.declared_streams).
 
 No SQL is accepted: tables and columns must be plain identifiers (they are
 quoted anyway), and pending values are bound as parameters.
@@ -16,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME
 from registry.values import SIGNALS
@@ -24,6 +26,7 @@ from registry.values import SIGNALS
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
 REQUIRED = ("help", "scope", "table", "pending")
+TOP_LEVEL = ("backlogs", "streams")
 
 Value = str | int
 
@@ -52,6 +55,17 @@ class Backlog:
     group_by: str | None = None
     groups: tuple[str, ...] | None = None  # label values, in declared order
     oldest: str | None = None
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Everything a declarations file declares."""
+
+    backlogs: tuple[Backlog, ...] = ()
+    streams: DeclaredStreams = NO_STREAMS
+
+
+NO_DECLARATIONS = Declarations()
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -158,20 +172,24 @@ class _Reader:
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
         return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest)
 
-    def document(self, raw: object) -> tuple[Backlog, ...]:
-        if not isinstance(raw, dict):
-            raise self.fail(None, None, "the file must be a mapping with the one key 'backlogs'")
+    def document(self, raw: object) -> Declarations:
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(None, None, "the file must be a mapping with the key 'backlogs', 'streams' or both")
         for key in raw:
-            if key != "backlogs":
-                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs')")
-        declared = raw.get("backlogs")
-        if not isinstance(declared, dict) or not declared:
-            raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
-        return tuple(self.backlog(name, body) for name, body in declared.items())
+            if key not in TOP_LEVEL:
+                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs' and 'streams')")
+        backlogs: tuple[Backlog, ...] = ()
+        if "backlogs" in raw:
+            declared = raw["backlogs"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
+            backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
+        streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
+        return Declarations(backlogs, streams)
 
 
-def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
-    """The backlogs a YAML document declares; BacklogConfigError on any problem."""
+def parse_declarations(text: str, setting: str) -> Declarations:
+    """What a YAML document declares; BacklogConfigError on any problem."""
     try:
         raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -183,9 +201,18 @@ def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
     return _Reader(setting).document(raw)
 
 
-def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
+def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
+    """The backlogs a YAML document declares; BacklogConfigError on any problem."""
+    return parse_declarations(text, setting).backlogs
+
+
+def load_declarations(path: str, setting: str) -> Declarations:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BacklogConfigError(setting, None, None, f"cannot read {path}: {exc}") from None
-    return parse_backlogs(text, f"{setting} {path}")
+    return parse_declarations(text, f"{setting} {path}")
+
+
+def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
+    return load_declarations(path, setting).backlogs

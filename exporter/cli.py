@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from exporter import logs
-from exporter.backlogs import load_backlogs
+from exporter.backlogs import load_declarations
 from exporter.errors import ConfigError, ListenError
 from exporter.http.listen import show_address
 from exporter.http.webconfig import WebConfig, load_web_config
@@ -86,7 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "check-config":
         address = show_address(settings.listen_host, settings.listen_port)
-        print(f"configuration valid: signals {','.join(settings.signals)} on {address}")
+        declared = settings.streams
+        more = (
+            f"; streams declared: {len(declared.consumer_groups)} consumer groups,"
+            f" {len(declared.dead_letter_streams)} dead-letter streams"
+            if declared
+            else ""
+        )
+        print(f"configuration valid: signals {','.join(settings.signals)} on {address}{more}")
         return 0
     if args.command == "diagnose":
         from exporter.tools.diagnose import diagnose
@@ -110,8 +117,9 @@ def _metrics(backlogs_file: str | None) -> str:
 
     if not backlogs_file:
         return metrics_table()
-    backlogs = load_backlogs(backlogs_file, describe("backlogs_file"))
-    return metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs})
+    declared = load_declarations(backlogs_file, describe("backlogs_file"))
+    registry = catalog_of(declared.backlogs, declared.streams).registry
+    return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 
 def _serve(settings: Settings, web: WebConfig) -> int:

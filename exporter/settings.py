@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.backlogs import Backlog, load_backlogs
+from exporter.backlogs import NO_DECLARATIONS, Backlog, load_declarations
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
@@ -143,7 +144,8 @@ OPTIONS: tuple[Option, ...] = (
         "--backlogs.config-file",
         "ORPYCAMCP_BACKLOGS_FILE",
         None,
-        "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
+        "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"
+        " (deploy/backlogs.example.yml)",
         "FILE",
     ),
     Option(
@@ -200,6 +202,7 @@ class Settings:
     http_max_connections: int | None = None
     head_timeout: float = 5.0
     backlogs: tuple[Backlog, ...] = ()
+    streams: DeclaredStreams = NO_STREAMS
 
 
 def describe(name: str) -> str:
@@ -315,7 +318,7 @@ def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
 
 
 def _signals(
-    raw: str | None, database_url: str | None, redis_url: str | None, backlogs: tuple[Backlog, ...]
+    raw: str | None, database_url: str | None, redis_url: str | None, backlogs: tuple[Backlog, ...], streams: bool
 ) -> tuple[str, ...]:
     configured = {Source.POSTGRES: database_url is not None, Source.REDIS: redis_url is not None}
     # Declared backlogs read PostgreSQL, after the built-in signals.
@@ -323,6 +326,8 @@ def _signals(
     sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
     if backlogs and database_url is None:
         raise ConfigError(describe("database_url"), f"the declared backlogs ({describe('backlogs_file')}) need it")
+    if streams and redis_url is None:
+        raise ConfigError(describe("redis_url"), f"the declared streams ({describe('backlogs_file')}) need it")
     if raw is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
@@ -369,13 +374,13 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     idle_raw = raw("idle_close")
     http_cap_raw = raw("http_max_connections")
     backlogs_file = raw("backlogs_file")
-    backlogs = load_backlogs(backlogs_file, describe("backlogs_file")) if backlogs_file else ()
+    declared = load_declarations(backlogs_file, describe("backlogs_file")) if backlogs_file else NO_DECLARATIONS
     return Settings(
         listen_host=host,
         listen_port=port,
         database_url=database_url,
         redis_url=redis_url,
-        signals=_signals(raw("signals"), database_url, redis_url, backlogs),
+        signals=_signals(raw("signals"), database_url, redis_url, declared.backlogs, bool(declared.streams)),
         ttl=ttl,
         deadline=deadline,
         max_connections=_count("max_connections", required("max_connections"), 1, 64),
@@ -388,5 +393,6 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),
         http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
         head_timeout=_seconds("head_timeout", required("head_timeout")),
-        backlogs=backlogs,
+        backlogs=declared.backlogs,
+        streams=declared.streams,
     )

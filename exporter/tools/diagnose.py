@@ -140,7 +140,7 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
 async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     timeouts = timeouts_of(settings)
-    catalog = catalog_of(settings.backlogs)
+    catalog = catalog_of(settings.backlogs, settings.streams)
     sources = build_sources(settings)
     healthy = True
     try:

@@ -60,6 +60,11 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert page.get(pending, backlog="kyc_dead_letters", group="doc_processing") == 0  # initech: provisioning
         assert page.get(pending, backlog="outbox", group="0") == 2
         assert page.get(pending, backlog="outbox", group="1") == 0
+        # The example's declared streams: loaded by the demo, read with the built-in ones.
+        billing = "orpycamcp.billing.events"
+        assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="invoicing") == 1
+        assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="ledger") == 0
+        assert page.get("orpycamcp_deadletter_stream_entries", stream="orpycamcp.billing.deadletter") == 1
     finally:
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)
