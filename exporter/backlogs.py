@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -24,11 +24,17 @@ from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
+KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "states", "arrivals")
 REQUIRED = ("help", "scope", "table", "pending")
 TOP_LEVEL = ("backlogs", "streams")
 
 Value = str | int
+
+# An arrivals window: a whole number of minutes, hours or days, as Prometheus writes it.
+WINDOW = re.compile(r"^([1-9][0-9]{0,4})([mhd])$")
+WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW_SECONDS = 31 * 86400
+MAX_WINDOWS = 4
 
 
 class Scope(StrEnum):
@@ -46,6 +52,29 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class States:
+    """Rows per value of `column`: every row's value must be one of `values` (label text)."""
+
+    column: str
+    values: tuple[str, ...]
+
+
+class Window(NamedTuple):
+    label: str  # as declared: "1h"
+    seconds: int
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Rows whose `column` falls within each window ending at the measurement;
+    `alert_above` holds the declared thresholds, by window label."""
+
+    column: str
+    windows: tuple[Window, ...]
+    alert_above: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class Backlog:
     name: str
     help: str
@@ -55,6 +84,13 @@ class Backlog:
     group_by: str | None = None
     groups: tuple[str, ...] | None = None  # label values, in declared order
     oldest: str | None = None
+    states: States | None = None
+    arrivals: Arrivals | None = None
+
+    @property
+    def scans_all_rows(self) -> bool:
+        """Whether the statement reads more than the pending rows (states or arrivals declared)."""
+        return self.states is not None or self.arrivals is not None
 
 
 @dataclass(frozen=True)
@@ -126,6 +162,68 @@ class _Reader:
             return Condition(name, self.values(backlog, key, raw))
         return Condition(name, (self.value(backlog, key, raw),))
 
+    def mapping(
+        self, backlog: str, key: str, raw: object, keys: tuple[str, ...], required: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(backlog, key, f"must be a mapping with the keys {', '.join(keys)}")
+        for item in raw:
+            if item not in keys:
+                raise self.fail(backlog, f"{key}.{item}", f"unknown key (known: {', '.join(keys)})")
+        for item in required:
+            if item not in raw:
+                raise self.fail(backlog, f"{key}.{item}", "is required")
+        return raw
+
+    def states(self, backlog: str, raw: object) -> States:
+        body = self.mapping(backlog, "states", raw, ("column", "values"), ("column", "values"))
+        column = self.identifier(backlog, "states.column", body["column"])
+        values = tuple(str(value) for value in self.values(backlog, "states.values", body["values"]))
+        if len(set(values)) != len(values):
+            raise self.fail(backlog, "states.values", f"{body['values']!r} repeats a state")
+        return States(column, values)
+
+    def window(self, backlog: str, raw: object) -> Window:
+        match = WINDOW.match(raw) if isinstance(raw, str) else None
+        if match is None or not isinstance(raw, str):
+            raise self.fail(
+                backlog, "arrivals.windows", f"{raw!r} is not a duration such as 30m, 1h or 7d (minutes, hours, days)"
+            )
+        seconds = int(match.group(1)) * WINDOW_UNITS[match.group(2)]
+        if seconds > MAX_WINDOW_SECONDS:
+            raise self.fail(backlog, "arrivals.windows", f"{raw!r} is longer than 31d")
+        return Window(raw, seconds)
+
+    def arrivals(self, backlog: str, raw: object) -> Arrivals:
+        keys = ("column", "windows", "alert_above")
+        body = self.mapping(backlog, "arrivals", raw, keys, ("column", "windows"))
+        column = self.identifier(backlog, "arrivals.column", body["column"])
+        windows_raw = body["windows"]
+        if not isinstance(windows_raw, list) or not windows_raw or len(windows_raw) > MAX_WINDOWS:
+            raise self.fail(backlog, "arrivals.windows", f"{windows_raw!r} is not a list of 1 to {MAX_WINDOWS} windows")
+        windows = tuple(self.window(backlog, item) for item in windows_raw)
+        lengths = [window.seconds for window in windows]
+        if len(set(lengths)) != len(lengths):
+            raise self.fail(backlog, "arrivals.windows", f"{windows_raw!r} repeats a window")
+        thresholds: list[tuple[str, int]] = []
+        if "alert_above" in body:
+            declared = body["alert_above"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(backlog, "arrivals.alert_above", "must map a declared window to its threshold")
+            labels = [window.label for window in windows]
+            for label, threshold in declared.items():
+                if label not in labels:
+                    raise self.fail(
+                        backlog, "arrivals.alert_above", f"{label!r} is not a declared window ({', '.join(labels)})"
+                    )
+                if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+                    raise self.fail(
+                        backlog, f"arrivals.alert_above.{label}", f"{threshold!r} is not a non-negative integer"
+                    )
+                thresholds.append((label, threshold))
+            thresholds.sort(key=lambda item: labels.index(item[0]))
+        return Arrivals(column, windows, tuple(thresholds))
+
     def backlog(self, name: object, raw: object) -> Backlog:
         if not isinstance(name, str) or not BACKLOG_NAME.match(name) or len(name) > MAX_BACKLOG_NAME:
             raise self.fail(str(name), None, f"the name must be [a-z][a-z0-9_]*, at most {MAX_BACKLOG_NAME} characters")
@@ -170,7 +268,9 @@ class _Reader:
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
-        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest)
+        states = self.states(name, raw["states"]) if "states" in raw else None
+        arrivals = self.arrivals(name, raw["arrivals"]) if "arrivals" in raw else None
+        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest, states, arrivals)
 
     def document(self, raw: object) -> Declarations:
         if not isinstance(raw, dict) or not raw:

@@ -18,7 +18,7 @@ from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry import BUILTIN, Registry, extended
-from registry.backlogs import backlog_families
+from registry.backlogs import BacklogShape, backlog_families
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,25 @@ class Catalog:
 BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
 
 
+def shape(backlog: Backlog) -> BacklogShape:
+    """What a declared backlog emits, as the registry takes it."""
+    arrivals = backlog.arrivals
+    return BacklogShape(
+        backlog.name,
+        backlog.groups,
+        backlog.oldest is not None,
+        backlog.states.values if backlog.states is not None else None,
+        tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
+        tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
+    )
+
+
 def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS) -> Catalog:
     if not backlogs and not declared_streams:
         return BUILTIN_CATALOG
-    declared = tuple((b.name, b.groups, b.oldest is not None) for b in backlogs)
     registry = extended(
         tuple(b.name for b in backlogs),
-        backlog_families(declared),
+        backlog_families(tuple(shape(b) for b in backlogs)),
         declared_streams.consumer_groups,
         declared_streams.dead_letter_streams,
     )
