@@ -51,7 +51,7 @@ def test_declared_metrics_table_matches_the_example_backlogs() -> None:
     backlogs = load_backlogs(str(ROOT / "deploy" / "backlogs.example.yml"), "--backlogs.config-file")
     table = metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs}).splitlines()
     declared = [row for row in table[2:] if row.startswith("| `orpycamcp_backlog_")]
-    assert len(declared) == 4
+    assert len(declared) == 9  # each family's part per backlog: pending, oldest, items, arrivals, threshold
     assert _between(README.read_text(), "declared-metrics-table") == "\n".join([*table[:2], *declared]) + "\n"
 
 

@@ -184,8 +184,13 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
     example = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
     done = run("metrics", "--backlogs.config-file", str(example))
     assert done.returncode == 0, done.stderr
-    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row]
-    assert all(row in done.stdout.splitlines() for row in builtin)  # the built-in families, unchanged
+    # The built-in families unchanged, but for the streams families, which the example's streams extend.
+    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row and "| streams |" not in row]
+    assert all(row in done.stdout.splitlines() for row in builtin)
+    deadletter = next(
+        row for row in done.stdout.splitlines() if row.startswith("| `orpycamcp_deadletter_stream_entries`")
+    )
+    assert "`orpycamcp.notification.deadletter`, `orpycamcp.billing.deadletter`" in deadletter
     for backlog in ("kyc_dead_letters", "outbox"):
         assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
     assert (
