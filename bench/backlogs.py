@@ -160,7 +160,14 @@ def pending_total(caches: Mapping[str, SignalCache], signal: str, family: str) -
 
 
 async def measure(
-    url: str, backlogs_file: str, tenants: int, outbox_rows: int, runs: int, steady: int, recent: int
+    url: str,
+    backlogs_file: str,
+    tenants: int,
+    outbox_rows: int,
+    runs: int,
+    steady: int,
+    recent: int,
+    deadline: float,
 ) -> Figures:
     first: dict[str, list[float]] = {name: [] for name in SIGNALS}
     steadies: dict[str, list[float]] = {name: [] for name in SIGNALS}
@@ -180,7 +187,8 @@ async def measure(
     want_states = expected_states(tenants, recent)
     correct = True
     for run in range(runs):
-        settings = load({"database_url": url, "signals": ",".join(SIGNALS), "backlogs_file": backlogs_file}, {})
+        values = {"database_url": url, "signals": ",".join(SIGNALS), "backlogs_file": backlogs_file}
+        settings = load({**values, "deadline": str(deadline), "ttl": str(deadline * 2)}, {})
         exporter = build_exporter(settings)
         for cache in exporter.caches.values():
             cache.ttl = 0  # every scrape refreshes every signal
@@ -245,7 +253,9 @@ async def run(args: argparse.Namespace, server: LocalPostgres, backlogs_file: st
     await execute(admin_url, "CHECKPOINT")
     created = time.monotonic() - started
     print(f"{args.tenants:,} tenants and their queues in {created:.0f} s", flush=True)
-    figures = await measure(url, backlogs_file, args.tenants, args.outbox_rows, args.runs, args.steady, args.recent)
+    figures = await measure(
+        url, backlogs_file, args.tenants, args.outbox_rows, args.runs, args.steady, args.recent, args.deadline
+    )
     figures.create_seconds = round(created, 1)
     return figures
 
@@ -256,6 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outbox-rows", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3, help="fresh exporters")
     parser.add_argument("--steady", type=int, default=5, help="refreshes after the first, per run")
+    parser.add_argument(
+        "--deadline", type=float, default=10.0, help="seconds per measurement (raise it on a busy machine)"
+    )
     parser.add_argument("--recent", type=int, default=100, help="tenants whose rows arrived within 24h")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
