@@ -250,7 +250,8 @@ async def test_arrivals_without_states_count_every_state_within_the_windows(plat
     rows = (*OUTBOX_ROWS, (0, "PENDING", 3 * 24 * 60), (1, "PROCESSED", 40 * 24 * 60))
     for partition, status, minutes_ago in rows:
         await platform.execute(
-            "INSERT INTO public.outbox (partition, status, created_at) VALUES ($1, $2, now() - make_interval(mins => $3))",
+            "INSERT INTO public.outbox (partition, status, created_at)"
+            " VALUES ($1, $2, now() - make_interval(mins => $3))",
             partition,
             status,
             minutes_ago,
@@ -328,3 +329,42 @@ async def test_a_null_in_the_state_or_arrival_column_makes_the_backlog_unmeasure
     assert outcome.failure is not None
     assert outcome.failure.reason == "contract_violation"
     assert f"dead_letter_queue.{column}" in outcome.failure.detail
+
+
+async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog(
+    tenants: Platform, tmp_path: Path
+) -> None:
+    """A backlog with states reads every row by design; one with arrivals only is
+    told to index its arrival column beside its pending rows."""
+    await tenants.execute(
+        "INSERT INTO tenant_globex.dead_letter_queue (task_name, status, created_at)"
+        " SELECT 'face_match', CASE WHEN i % 100 = 0 THEN 'pending' ELSE 'reprocessed' END, now() - interval '2 days'"
+        " FROM generate_series(1, 8000) AS i"
+    )
+    await tenants.execute("VACUUM ANALYZE tenant_globex.dead_letter_queue")
+    with_states = run(
+        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, KYC)
+    )
+    assert with_states.returncode == 0, with_states.stdout + with_states.stderr
+    assert "warn" not in with_states.stdout
+
+    arrivals_only = KYC.replace(
+        "    states:\n      column: status\n      values: [pending, reprocessed, discarded]\n", ""
+    )
+    assert arrivals_only != KYC
+    done = run(
+        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "with a sequential scan for its pending rows and recent arrivals" in done.stdout
+    table = '"tenant_globex"."dead_letter_queue"'
+    pending_index = f'CREATE INDEX ON {table} ("status", "task_name", "created_at")'
+    assert f'{pending_index}; CREATE INDEX ON {table} ("created_at")' in done.stdout
+
+    await tenants.execute(pending_index)
+    await tenants.execute("VACUUM ANALYZE tenant_globex.dead_letter_queue")
+    indexed = run(
+        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
+    )
+    assert indexed.returncode == 0, indexed.stdout + indexed.stderr
+    assert "warn" not in indexed.stdout, indexed.stdout
