@@ -76,23 +76,17 @@ CREATE INDEX outbox_unprocessed_idx ON public.outbox (partition, created_at) WHE
 GRANT SELECT ON public.outbox TO orpycamcp_exporter;
 ANALYZE public.outbox;
 """
-STATES_BACKLOG = """
-  kyc_states:
-    help: The KYC dead letters, with rows per state and arrivals.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
-    oldest: created_at
-    states:
+# The same table again, with its rows per state and arrivals within two windows.
+STATES_BACKLOG = (
+    KYC_BACKLOG.removeprefix("\nbacklogs:\n").replace("kyc_dead_letters:", "kyc_states:", 1)
+    + """    states:
       column: status
       values: [pending, reprocessed]
     arrivals:
       column: created_at
       windows: [1h, 24h]
 """
+)
 # Row j of a recent tenant: j minutes old (within 1h) for j <= 10, else 2h and j minutes (within 24h
 # only); stable for the 50 minutes a run may last.
 RECENT_SQL = """

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import pytest
 
+from devkit.tenants import KYC_BACKLOG
 from exporter.scrape import Exporter
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
@@ -27,18 +28,10 @@ TASKS = ("face_match", "ocr_extraction", "liveness_detection", "doc_processing")
 STATES = ("pending", "reprocessed", "discarded")
 WINDOWS = {"1h": 60, "24h": 24 * 60}  # minutes
 
-KYC = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC tasks that exhausted their retries.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
-    oldest: created_at
-    states:
+# The KYC dead-letter backlog of the tests and benchmarks, with its states and two windows.
+KYC = (
+    KYC_BACKLOG
+    + """    states:
       column: status
       values: [pending, reprocessed, discarded]
     arrivals:
@@ -46,6 +39,7 @@ backlogs:
       windows: [1h, 24h]
       alert_above: {1h: 2}
 """
+)
 
 
 class Row(NamedTuple):
