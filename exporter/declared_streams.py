@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from exporter.errors import BacklogConfigError
+from exporter.yamlfile import excerpt
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 KEYS = ("consumer_groups", "dead_letter_streams")
@@ -41,21 +42,21 @@ class _Reader:
 
     def name(self, key: str, kind: str, raw: object) -> str:
         if not isinstance(raw, str):
-            raise self.fail(key, f"{kind} {raw!r} is not a string (quote it)")
+            raise self.fail(key, f"{kind} {excerpt(raw)} is not a string (quote it)")
         if not raw:
             raise self.fail(key, f"a {kind} name is empty")
         for char in raw:
             if unicodedata.category(char) in REFUSED_CATEGORIES:
-                raise self.fail(key, f"{kind} {raw!r} holds the control character U+{ord(char):04X}")
+                raise self.fail(key, f"{kind} {excerpt(raw)} holds the control character U+{ord(char):04X}")
         return raw
 
     def names(self, key: str, kind: str, raw: object) -> tuple[str, ...]:
         if not isinstance(raw, list) or not raw:
-            raise self.fail(key, f"{raw!r} is not a non-empty list of {kind} names")
+            raise self.fail(key, f"{excerpt(raw)} is not a non-empty list of {kind} names")
         names = tuple(self.name(key, kind, item) for item in raw)
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
-            raise self.fail(key, f"{kind} {repeated[0]!r} is declared twice")
+            raise self.fail(key, f"{kind} {excerpt(repeated[0])} is declared twice")
         return names
 
     def consumer_groups(self, raw: object) -> tuple[tuple[str, str], ...]:
@@ -67,7 +68,7 @@ class _Reader:
             stream = self.name(key, "stream", stream_raw)
             for group in self.names(f"{key}.{stream}", "group", groups_raw):
                 if (stream, group) in STREAM_GROUPS:
-                    raise self.fail(f"{key}.{stream}", f"group {group!r} of this stream is built in already")
+                    raise self.fail(f"{key}.{stream}", f"group {excerpt(group)} of this stream is built in already")
                 pairs.append((stream, group))
         return tuple(pairs)
 
@@ -76,7 +77,7 @@ class _Reader:
         streams = self.names(key, "stream", raw)
         for stream in streams:
             if stream in DEADLETTER_STREAMS:
-                raise self.fail(key, f"stream {stream!r} is built in already")
+                raise self.fail(key, f"stream {excerpt(stream)} is built in already")
         return streams
 
     def streams(self, raw: object) -> DeclaredStreams:

@@ -7,7 +7,7 @@ or SCAN; a failure is not retried here: the cache's TTL is the retry.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio
 import redis.exceptions
@@ -19,7 +19,7 @@ from exporter.timeouts import Timeouts
 
 @dataclass(frozen=True)
 class RedisSettings:
-    url: str
+    url: str = field(repr=False)  # it may hold the password
     client_name: str = "orpycamcp-exporter"
 
 
