@@ -51,17 +51,6 @@ async def refresh(exporter: Exporter) -> Page:
     return await scrape(exporter)
 
 
-@pytest.fixture
-async def tenants(platform: Platform) -> Platform:
-    """acme (active), globex (suspended: measured), initech (provisioning: skipped), each with a dead-letter queue."""
-    await platform.add_tenant("acme")
-    await platform.add_tenant("globex", status="suspended")
-    await platform.add_tenant("initech", provisioning_status="provisioning")
-    for slug in ("acme", "globex", "initech"):
-        await platform.add_dead_letter_queue(slug)
-    return platform
-
-
 async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, tmp_path: Path) -> None:
     add = tenants.add_dead_letter_task
     await add("acme", "face_match", "pending", at("2026-11-01 10:00:00"))

@@ -87,17 +87,6 @@ async def insert(platform: Platform, row: Row) -> None:
     )
 
 
-@pytest.fixture
-async def tenants(platform: Platform) -> Platform:
-    """acme (active), globex (suspended: measured), initech (provisioning: skipped)."""
-    await platform.add_tenant("acme")
-    await platform.add_tenant("globex", status="suspended")
-    await platform.add_tenant("initech", provisioning_status="provisioning")
-    for slug in ("acme", "globex", "initech"):
-        await platform.add_dead_letter_queue(slug)
-    return platform
-
-
 async def scrape_once(url: str, config: str, **options: str) -> Page:
     exporter = make_exporter(url, **options)
     try:
