@@ -4,16 +4,19 @@ windows ending at the database's clock, and unmeasured rather than wrong."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 from devkit.tenants import KYC_BACKLOG
+from exporter.backlogs import parse_backlogs
 from exporter.scrape import Exporter
+from exporter.signals.backlog import batch_sql, predicate
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
 
@@ -351,3 +354,24 @@ async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog
     )
     assert indexed.returncode == 0, indexed.stdout + indexed.stderr
     assert "warn" not in indexed.stdout, indexed.stdout
+
+
+def scanned_tables(plan: dict[str, Any]) -> list[str]:
+    """The tables a plan reads, once per scan node."""
+    found = [f"{plan['Schema']}.{plan['Relation Name']}"] if "Relation Name" in plan else []
+    for child in plan.get("Plans", []):
+        found += scanned_tables(child)
+    return found
+
+
+async def test_pending_oldest_states_and_arrivals_come_from_one_scan_of_each_table(
+    tenants: Platform, tmp_path: Path
+) -> None:
+    for row in ROWS:
+        await insert(tenants, row)
+    (backlog,) = parse_backlogs(KYC, "test")
+    where, args = predicate(backlog)
+    statement = batch_sql(backlog, where, ["tenant_acme", "tenant_globex"])
+    rows = await tenants.fetch("EXPLAIN (FORMAT JSON, VERBOSE) " + statement, *args)
+    plan = json.loads(rows[0][0])[0]["Plan"]
+    assert sorted(scanned_tables(plan)) == ["tenant_acme.dead_letter_queue", "tenant_globex.dead_letter_queue"]
