@@ -35,10 +35,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.run import Spread, execute
+from bench.figures import Spread
+from bench.machine import execute
+from devkit.backlogs import example_backlogs, pending_only
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import (
-    KYC_BACKLOG,
     QUEUE_ROWS_PER_TENANT,
     TASKS,
     create_database,
@@ -55,37 +56,26 @@ from registry.families import DLQ_PENDING
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EXPORTER_PASSWORD = "bench-backlogs-exporter"  # noqa: S105 -- a throwaway server's role
-OUTBOX_BACKLOG = """
-  outbox:
-    help: Outbox events not yet processed.
-    scope: global
-    table: public.outbox
-    pending:
-      status: {not: [PROCESSED]}
-    group_by: partition
-    groups: [0, 1, 2, 3]
-    oldest: created_at
-"""
 OUTBOX_SQL = """
 CREATE TABLE public.outbox (
     id bigserial PRIMARY KEY, partition int NOT NULL, status text NOT NULL, created_at timestamptz NOT NULL);
 INSERT INTO public.outbox (partition, status, created_at)
-SELECT i % 4, CASE WHEN i % 100 = 0 THEN 'NEW' ELSE 'PROCESSED' END, timestamptz '2026-01-01' + make_interval(secs => i)
+SELECT i % 4, CASE WHEN i % 100 = 0 THEN 'PENDING' ELSE 'PROCESSED' END,
+    timestamptz '2026-01-01' + make_interval(secs => i)
 FROM generate_series(1, {rows}) AS i;
 CREATE INDEX outbox_unprocessed_idx ON public.outbox (partition, created_at) WHERE status <> 'PROCESSED';
 GRANT SELECT ON public.outbox TO orpycamcp_exporter;
 ANALYZE public.outbox;
 """
-# The same table again, with its rows per state and arrivals within two windows.
-STATES_BACKLOG = (
-    KYC_BACKLOG.removeprefix("\nbacklogs:\n").replace("kyc_dead_letters:", "kyc_states:", 1)
-    + """    states:
-      column: status
-      values: [pending, reprocessed]
-    arrivals:
-      column: created_at
-      windows: [1h, 24h]
-"""
+# The example's KYC backlog twice: with pending and oldest only, and as kyc_states with
+# its rows per state and arrivals within two windows; and the example's outbox.
+KYC_STATES = example_backlogs("kyc_dead_letters").removeprefix("backlogs:\n")
+KYC_PLAIN = pending_only("kyc_dead_letters").removeprefix("backlogs:\n")
+BACKLOGS = (
+    "backlogs:\n"
+    + KYC_PLAIN
+    + KYC_STATES.replace("kyc_dead_letters:", "kyc_states:", 1).replace("windows: [1h]", "windows: [1h, 24h]", 1)
+    + example_backlogs("outbox").removeprefix("backlogs:\n")
 )
 # Row j of a recent tenant: j minutes old (within 1h) for j <= 10, else 2h and j minutes (within 24h
 # only); stable for the 50 minutes a run may last.
@@ -268,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as directory:
         backlogs_file = str(Path(directory) / "backlogs.yml")
-        Path(backlogs_file).write_text(KYC_BACKLOG + STATES_BACKLOG + OUTBOX_BACKLOG)
+        Path(backlogs_file).write_text(BACKLOGS)
         server = start_postgres()
         try:
             figures = asyncio.run(run(args, server, backlogs_file))

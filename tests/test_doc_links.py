@@ -37,6 +37,14 @@ OTHER_TOOLS_FLAGS = {
     "--steady": "python -m bench.sharded",
     "--clusters": "python -m bench.sharded",
     "--roads-tenants": "python -m bench.run",
+    "--require-hashes": "pip install",
+    "--no-deps": "pip install",
+    "--no-build-isolation": "pip install",
+    "--entrypoint": "docker run",
+    "--upgrade": "scripts/lock",
+    "--upgrade-package": "scripts/lock",
+    "--universal": "uv pip compile",
+    "--generate-hashes": "uv pip compile",
 }
 
 FENCE = re.compile(r"^(```|~~~)")

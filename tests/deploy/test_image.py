@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import subprocess
 import threading
@@ -19,10 +20,13 @@ import docker.errors
 import httpx
 import pytest
 import redis as redis_client
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
 
 from devkit.containers import ContainerPostgres, ContainerRedis, start_container_postgres, start_container_redis
 from devkit.docker_engine import DockerEngine
 from devkit.images import BuiltImage
+from devkit.locks import pins
 from devkit.servers import free_port
 from exporter.tools.demo import EXPORTER_ROLE
 from registry import SIGNALS, VERSION
@@ -31,6 +35,7 @@ from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import Page, parse
 
 from .conftest import REPORT
+from .files import REPO_ROOT
 
 USER = "65532:65532"
 # Fast health checks for the tests; the test command itself is the image's (an empty test inherits it).
@@ -231,6 +236,30 @@ def test_holds_no_compiler_no_test_code_no_secret(client: Any, exporter_image: B
         assert "tests/" not in line, line
     venv = [layer["Size"] for layer in image.history() if "COPY dir:" in layer["CreatedBy"]]
     REPORT.append(f"image layers: the virtualenv layer is {venv[0] / 1e6:.1f} MB of {image.attrs['Size'] / 1e6:.1f} MB")
+
+
+def test_the_sbom_lists_what_the_virtualenv_holds(client: Any, exporter_image: BuiltImage) -> None:
+    """/opt/venv/sbom.cdx.json names every distribution the image's Python sees, at the locked versions."""
+    script = (
+        "import importlib.metadata as m, json, platform;"
+        "print(json.dumps({'sbom': json.load(open('/opt/venv/sbom.cdx.json')), 'python': platform.python_version(),"
+        " 'installed': {d.name: d.version for d in m.distributions()}}))"
+    )
+    found = json.loads(run_once(client, exporter_image, ["-c", script], entrypoint="python3"))
+    sbom = found["sbom"]
+    assert (sbom["bomFormat"], sbom["specVersion"]) == ("CycloneDX", "1.6")
+    listed = {str(canonicalize_name(c["name"])): str(c["version"]) for c in sbom["components"]}
+    installed = {str(canonicalize_name(name)): version for name, version in found["installed"].items()}
+    assert listed == installed
+    assert listed["orpycamcp-exporter"] == VERSION
+    python = {"python_full_version": found["python"], "python_version": found["python"].rsplit(".", 1)[0]}
+    locked = {
+        str(canonicalize_name(pin.name)): pin.version
+        for pin in pins((REPO_ROOT / "requirements" / "runtime.txt").read_text())
+        if pin.marker is None or Marker(pin.marker).evaluate(python)
+    }
+    assert {name: version for name, version in listed.items() if name != "orpycamcp-exporter"} == locked
+    REPORT.append(f"image SBOM: {len(listed)} components, Python {found['python']}")
 
 
 # --- serving ------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.backlogs import pending_only
 from exporter.scrape import Exporter
 from tests.platform import Platform, at
 from tests.scrapes import Page, make_exporter, scrape
@@ -17,18 +18,7 @@ PENDING = "orpycamcp_backlog_pending_items"
 OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 
-KYC = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC tasks that exhausted their retries.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
-    oldest: created_at
-"""
+KYC = pending_only("kyc_dead_letters")
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -79,18 +69,7 @@ async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, 
     }
 
 
-OUTBOX = """
-backlogs:
-  outbox:
-    help: Outbox events not yet processed.
-    scope: global
-    table: public.outbox
-    pending:
-      status: {not: [PROCESSED]}
-    group_by: partition
-    groups: [0, 1, 2, 3]
-    oldest: created_at
-"""
+OUTBOX = pending_only("outbox")
 
 
 async def make_outbox(platform: Platform, created_type: str = "timestamptz") -> None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from devkit.tenants import KYC_BACKLOG
+from devkit.backlogs import example_backlogs, without
 from exporter.backlogs import parse_backlogs
 from exporter.scrape import Exporter
 from exporter.signals.backlog import batch_sql, predicate
@@ -31,18 +31,14 @@ TASKS = ("face_match", "ocr_extraction", "liveness_detection", "doc_processing")
 STATES = ("pending", "reprocessed", "discarded")
 WINDOWS = {"1h": 60, "24h": 24 * 60}  # minutes
 
-# The KYC dead-letter backlog of the tests and benchmarks, with its states and two windows.
+# The example's KYC backlog (its states), with a second window and a lower threshold.
 KYC = (
-    KYC_BACKLOG
-    + """    states:
-      column: status
-      values: [pending, reprocessed, discarded]
-    arrivals:
-      column: created_at
-      windows: [1h, 24h]
-      alert_above: {1h: 2}
-"""
+    example_backlogs("kyc_dead_letters")
+    .replace("windows: [1h]", "windows: [1h, 24h]", 1)
+    .replace("alert_above: {1h: 10}", "alert_above: {1h: 2}", 1)
 )
+assert "windows: [1h, 24h]" in KYC
+assert "{1h: 2}" in KYC
 
 
 class Row(NamedTuple):
@@ -334,9 +330,7 @@ async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog
     assert with_states.returncode == 0, with_states.stdout + with_states.stderr
     assert "warn" not in with_states.stdout
 
-    arrivals_only = KYC.replace(
-        "    states:\n      column: status\n      values: [pending, reprocessed, discarded]\n", ""
-    )
+    arrivals_only = without(KYC, "states")
     assert arrivals_only != KYC
     done = run(
         "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)

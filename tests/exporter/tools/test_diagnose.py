@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.backlogs import pending_only
 from devkit.pgbouncer import pgbouncer_server
 from devkit.servers import PostgresServer
 from exporter.tools.demo import EXPORTER_ROLE
@@ -121,18 +122,7 @@ def test_ipv6_addresses_are_shown_in_brackets() -> None:
     assert "on [::1]:9874" in done.stdout
 
 
-KYC = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC tasks that exhausted their retries.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction]
-    oldest: created_at
-"""
+KYC = pending_only("kyc_dead_letters")
 
 
 async def test_a_backlog_value_outside_its_groups_is_named_with_its_tenant(platform: Platform, tmp_path: Path) -> None:
