@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.backlogs import example_backlogs, without
 from exporter.backlogs import Arrivals, States, Window, load_backlogs, parse_backlogs
 from exporter.errors import BacklogConfigError
 from exporter.service import catalog_of
@@ -18,25 +19,14 @@ EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
 DB = "postgresql://u:p@h/db"
 
-GOOD = """
-backlogs:
-  kyc:
-    help: KYC dead letters.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction]
-    oldest: created_at
-    states:
-      column: status
-      values: [pending, reprocessed, discarded]
-    arrivals:
-      column: created_at
-      windows: [1h, 24h]
-      alert_above: {1h: 5}
-"""
+# The example's KYC backlog, named kyc, with two groups, two windows and a threshold of 5.
+GOOD = (
+    example_backlogs("kyc_dead_letters")
+    .replace("  kyc_dead_letters:", "  kyc:", 1)
+    .replace("[face_match, ocr_extraction, liveness_detection, doc_processing]", "[face_match, ocr_extraction]", 1)
+    .replace("windows: [1h]", "windows: [1h, 24h]", 1)
+    .replace("alert_above: {1h: 10}", "alert_above: {1h: 5}", 1)
+)
 
 
 def replaced(old: str, new: str) -> str:
@@ -110,10 +100,7 @@ BAD: list[tuple[str, str, str, str]] = [
     ),
     (
         "states-not-mapping",
-        replaced(
-            "    states:\n      column: status\n      values: [pending, reprocessed, discarded]\n",
-            "    states: [pending]\n",
-        ),
+        without(GOOD, "states") + "    states: [pending]\n",
         "states",
         "mapping",
     ),
