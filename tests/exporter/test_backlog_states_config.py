@@ -16,7 +16,7 @@ from exporter.service import catalog_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
-SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
+SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
 DB = "postgresql://u:p@h/db"
 
 # The example's KYC backlog, named kyc, with two groups, two windows and a threshold of 5.

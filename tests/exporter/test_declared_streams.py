@@ -21,7 +21,7 @@ from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
-SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
+SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
 DB = "postgresql://u:p@h/db"
 REDIS = "redis://h:6379/0"
 
