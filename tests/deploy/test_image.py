@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -177,9 +179,14 @@ def start_exporter(client: Any, exporter_image: BuiltImage) -> Iterator[Any]:
     started: list[Any] = []
 
     def start(
-        command: list[str], env: dict[str, str], port: int, host_network: bool = False, listen_port: int = 9874
+        command: list[str],
+        env: dict[str, str],
+        port: int,
+        host_network: bool = False,
+        listen_port: int = 9874,
+        options: dict[str, Any] | None = None,
     ) -> Exporter:
-        options: dict[str, Any] = {"environment": env, "healthcheck": FAST_HEALTH, "detach": True}
+        options = {"environment": env, "healthcheck": FAST_HEALTH, "detach": True, **(options or {})}
         if host_network:
             options["network_mode"] = "host"
         else:
@@ -268,7 +275,56 @@ def test_the_sbom_lists_what_the_virtualenv_holds(client: Any, exporter_image: B
 def test_serve_measures_every_signal_exactly(stack: Stack, start_exporter: Any) -> None:
     port = free_port()
     exporter = start_exporter(["serve"], stack.bridge_env(), port)
+    assert_exact(exporter.scrape(), exporter)
+
+
+def test_serves_exact_values_restricted_like_the_kubernetes_deployment(
+    stack: Stack, start_exporter: Any, tmp_path: Path
+) -> None:
+    """Read-only root filesystem, every capability dropped, no new privileges, a
+    non-root user, the URLs read from files of a read-only mount with mode 0440
+    (deploy/kubernetes/base/deployment.yaml): the same exact values."""
+    urls = tmp_path / "urls"
+    urls.mkdir()
+    env = stack.bridge_env()
+    for name, key in (("DATABASE_URL", "database-url"), ("REDIS_URL", "redis-url")):
+        path = urls / key
+        path.write_text(env[name] + "\n", encoding="utf-8")
+        os.chown(path, 0, 65532)
+        path.chmod(0o440)
+    mounted = "/etc/orpycamcp/urls"
+    restricted = {
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "user": USER,
+        "volumes": {str(urls): {"bind": mounted, "mode": "ro"}},
+    }
+    file_env = {
+        "ORPYCAMCP_DATABASE_URL_FILE": f"{mounted}/database-url",
+        "ORPYCAMCP_REDIS_URL_FILE": f"{mounted}/redis-url",
+    }
+    exporter = start_exporter(["serve"], file_env, free_port(), options=restricted)
+    host_config = exporter.container.attrs["HostConfig"]
+    assert host_config["ReadonlyRootfs"] is True
+    assert host_config["CapDrop"] == ["ALL"]
+    assert host_config["SecurityOpt"] == ["no-new-privileges"]
+    probe = "import os; print(os.getuid()); open('/opt/venv/written', 'w')"
+    result = exporter.container.exec_run(["python3", "-c", probe])
+    output = result.output.decode()
+    assert result.exit_code != 0
+    assert output.startswith("65532\n")
+    assert "Read-only file system" in output
     page = exporter.scrape()
+    assert_exact(page, exporter)
+    REPORT.append(
+        "restricted container (--read-only --cap-drop ALL --security-opt no-new-privileges, user 65532, URLs from"
+        f" files): {sum(page.measured(signal) for signal in SIGNALS)} of {len(SIGNALS)} signals measured, values exact"
+    )
+
+
+def assert_exact(page: Page, exporter: Exporter) -> None:
+    """The stack's fixtures, measured exactly."""
     for signal in SIGNALS:
         assert page.measured(signal) == 1, f"{signal}: {exporter.logs()}"
     pending = {group: page.get("orpycamcp_dlq_pending_events", origin_group=group) for group in ORIGIN_GROUPS}
