@@ -31,3 +31,24 @@ def example_backlogs(*names: str) -> str:
     if unknown:
         raise KeyError(f"{EXAMPLE.name} declares no backlog {unknown}; it has {sorted(blocks)}")
     return "backlogs:\n" + "".join(line for name in names for line in blocks[name])
+
+
+def without(text: str, *keys: str) -> str:
+    """A backlogs file without the given keys of its backlogs (e.g. "states",
+    "arrivals") and the lines nested under them."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        indent = len(line) - len(line.lstrip(" "))
+        if indent == 4:
+            skipping = line.strip().split(":", 1)[0] in keys
+        elif indent < 4:
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def pending_only(*names: str) -> str:
+    """The example's backlogs `names` as pending and oldest only: without states or arrivals."""
+    return without(example_backlogs(*names), "states", "arrivals")

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from exporter.backlogs import Backlog, load_backlogs
+from exporter.backlogs import NO_DECLARATIONS, Backlog, load_declarations
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidRedisUrl, InvalidSettings
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import resolve
@@ -283,7 +284,8 @@ class Settings:
     backlogs_file: str | None = option(
         "--backlogs.config-file",
         FILE,
-        "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
+        "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"
+        " (deploy/backlogs.example.yml)",
         metavar="FILE",
         aliases=("ORPYCAMCP_BACKLOGS_FILE",),
     )
@@ -316,6 +318,7 @@ class Settings:
     # Derived from the options above by the rules of `load`.
     backlogs: tuple[Backlog, ...] = ()
     redis_tls: RedisTls = NO_TLS
+    streams: DeclaredStreams = NO_STREAMS
     web: WebConfig = field(default_factory=WebConfig)
 
     @property
@@ -330,7 +333,17 @@ class Settings:
         """What these settings serve, as `check-config` and the start-up line say it."""
         users = len(self.web.basic_auth_users)
         auth = f"on ({users} user{'s' if users != 1 else ''})" if users else "off"
-        return f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+        streams = self.streams
+        declared = (
+            f"; streams declared: {len(streams.consumer_groups)} consumer groups,"
+            f" {len(streams.dead_letter_streams)} dead-letter streams"
+            if streams
+            else ""
+        )
+        return (
+            f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+            + declared
+        )
 
     def feeding(self, component: type[C], **rest: Any) -> C:
         """`component` built from the options that feed it, and `rest`."""
@@ -454,13 +467,17 @@ def _url_or_file(reading: _Reading, url_name: str, file_name: str) -> str | None
     return reading.check(file_name, from_file)  # type: ignore[no-any-return]
 
 
-def _signals(reading: _Reading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...]) -> tuple[str, ...]:
+def _signals(
+    reading: _Reading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...], streams: DeclaredStreams
+) -> tuple[str, ...]:
     given: tuple[str, ...] | None = reading.values["signals"]
     # Declared backlogs read PostgreSQL, after the built-in signals.
     sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
     sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
     if backlogs and not configured[Source.POSTGRES]:
         reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
+    if streams and not configured[Source.REDIS]:
+        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
     if given is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
@@ -526,12 +543,14 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     refused_url = given[Source.REDIS] and parsed["redis_url"] is None
     redis_tls = NO_TLS if refused_url else reading.check("redis_tls_ca_file", lambda: _redis_tls(parsed)) or NO_TLS
     path = parsed["backlogs_file"]
-    backlogs = reading.check("backlogs_file", lambda: load_backlogs(path, describe("backlogs_file"))) if path else ()
+    declared = (
+        reading.check("backlogs_file", lambda: load_declarations(path, describe("backlogs_file"))) if path else None
+    ) or NO_DECLARATIONS
     web_path = parsed["web_config_file"]
     web = reading.check("web_config_file", lambda: load_web_config(web_path)) if web_path else WebConfig()
-    parsed["signals"] = _signals(reading, given, backlogs or ())
+    parsed["signals"] = _signals(reading, given, declared.backlogs, declared.streams)
     reading.done()
-    return Settings(**parsed, backlogs=backlogs, redis_tls=redis_tls, web=web)
+    return Settings(**parsed, backlogs=declared.backlogs, streams=declared.streams, redis_tls=redis_tls, web=web)
 
 
 def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:

@@ -42,6 +42,12 @@ local lib = import 'lib.libsonnet';
   local backlogAlert(name, expr, forDuration, summary, description) =
     alert(name, 'warning', 'value', expr, summary, description, forDuration=forDuration, keepFiring=true),
   local backlogGroup = '{{ if $labels.group }}, group {{ $labels.group }},{{ end }}',
+  // The pending items `steps` growth steps ago (0: now), e.g. "... offset 30m".
+  local stepCount = std.parseInt(std.substr(c.backlogGrowthStep, 0, std.length(c.backlogGrowthStep) - 1)),
+  local stepUnit = c.backlogGrowthStep[std.length(c.backlogGrowthStep) - 1],
+  local growthPoint(steps) =
+    'orpycamcp:backlog_pending_items:max' + (if steps == 0 then '' else ' offset %d%s' % [stepCount * steps, stepUnit]),
+  local growthSpan = lib.words('%d%s' % [stepCount * c.backlogGrowthSteps, stepUnit]),
 
   prometheusAlerts+:: {
     groups+: [
@@ -294,6 +300,39 @@ local lib = import 'lib.libsonnet';
             c.backlogPendingAgeUnknownFor,
             'Items of a declared backlog are pending but the age of the oldest is unknown.',
             'Backlog {{ $labels.backlog }}%s reports {{ $value }} pending items but no oldest-pending timestamp, so their age cannot be checked.' % backlogGroup,
+          ),
+          // The thresholds are data, not PromQL: declared per backlog and window
+          // (arrivals.alert_above) and exported as orpycamcp_backlog_arrivals_threshold;
+          // a window without one never fires.
+          backlogAlert(
+            'OrpycamcpBacklogArrivalsHigh',
+            |||
+              label_replace(
+                orpycamcp:backlog_arrivals:max
+                  > ignoring (group) group_left orpycamcp:backlog_arrivals_threshold:max,
+                "signal", "$1", "backlog", "(.+)"
+              )
+            |||,
+            c.backlogArrivalsHighFor,
+            'More rows than the declared threshold arrived in a declared backlog within its window.',
+            '{{ $value }} rows of backlog {{ $labels.backlog }}%s arrived within the last {{ $labels.window }}, over the threshold declared for that window (arrivals.alert_above).' % backlogGroup,
+          ),
+          // Growing at each of the last N steps, not one spike; every point must be
+          // present, so a backlog unmeasured now (its series absent) never fires.
+          backlogAlert(
+            'OrpycamcpBacklogPendingGrowing',
+            |||
+              label_replace(
+                %s,
+                "signal", "$1", "backlog", "(.+)"
+              )
+            ||| % std.join('\n    and ', [
+              '%s > %s' % [growthPoint(i), growthPoint(i + 1)]
+              for i in std.range(0, c.backlogGrowthSteps - 1)
+            ]),
+            null,
+            'The pending items of a declared backlog have grown at every step for %s.' % growthSpan,
+            'Backlog {{ $labels.backlog }}%s has {{ $value }} pending items, more than %s before in each of the last %d intervals: a sustained increase, a sign of a systemic problem in its pipeline.' % [backlogGroup, lib.words(c.backlogGrowthStep), c.backlogGrowthSteps],
           ),
         ],
       },

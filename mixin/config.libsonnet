@@ -56,6 +56,12 @@
     backlogPendingAgeUnknownFor: '10m',
     // A backlog whose `oldest` reported nothing for this long has none to report.
     backlogOldestLookback: '1d',
+    // Arrivals above the threshold declared per backlog and window (the
+    // declarations file's arrivals.alert_above, exported by the exporter) this long.
+    backlogArrivalsHighFor: '5m',
+    // Pending items higher than one step earlier at each of the last N steps.
+    backlogGrowthStep: '15m',
+    backlogGrowthSteps: 4,
 
     // The Grafana dashboard.
     dashboardUid: 'orpycamcp-overview',

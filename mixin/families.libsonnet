@@ -20,4 +20,6 @@
   // Declared backlogs: `group` only for a backlog declared with groups.
   backlog_pending_items: ['backlog', 'group'],
   backlog_oldest_pending_timestamp_seconds: ['backlog', 'group'],
+  backlog_arrivals: ['backlog', 'group', 'window'],
+  backlog_arrivals_threshold: ['backlog', 'window'],
 }

@@ -93,6 +93,8 @@ local lib = import 'lib.libsonnet';
           maxRule('deadletter_stream_oldest_entry_timestamp_seconds'),
           maxRule('backlog_pending_items'),
           maxRule('backlog_oldest_pending_timestamp_seconds'),
+          maxRule('backlog_arrivals'),
+          maxRule('backlog_arrivals_threshold'),
 
           // Platform totals over clusters. A total is never partial: it exists
           // only while every cluster known for the job (every distinct cluster

@@ -6,7 +6,7 @@ Tenant schemas are read in batches, one statement each.
 
 Every statement runs in a transaction of its own that carries its guarantees
 with it: `BEGIN READ ONLY` and `SET LOCAL` of the statement and lock timeouts,
-no parallel workers, no JIT, sent as one simple-query message (one round
+no parallel workers, no JIT, TimeZone UTC, sent as one simple-query message (one round
 trip), then the statement, then COMMIT, which releases the locks of its tables
 before the next one. Nothing is set for the session (only `application_name`
 at connect, which every pooler accepts), so the guarantees hold whatever road
@@ -107,6 +107,8 @@ def transaction_opening(timeouts: Timeouts) -> str:
         # Parallel workers each open every tenant table cold: these many-table
         # statements run several times faster without them.
         " SET LOCAL max_parallel_workers_per_gather = 0;"
+        # A timestamp without time zone compared with now() (declared arrivals) is read as UTC.
+        " SET LOCAL TimeZone = 'UTC';"
         # A large batch can cross jit_above_cost; compiling it costs more than running it.
         " SET LOCAL jit = off"
     )

@@ -13,7 +13,8 @@ PG_LOCKS = "SELECT * FROM pg_locks WHERE NOT granted"
 HINTS: dict[Reason, str] = {
     Reason.UNREGISTERED_FAMILY: "the exporter emitted a family outside the registry: a defect, please report it",
     Reason.UNREGISTERED_VALUE: "the data holds a value the registry does not declare: fix the row, or declare the"
-    " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups`)",
+    " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups` or its"
+    " `states` values)",
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"

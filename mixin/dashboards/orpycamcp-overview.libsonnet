@@ -2638,13 +2638,13 @@ function(c)
       ],
     },
     processPanel(
-      33, "Exporter process CPU",
+      38, "Exporter process CPU",
       "CPU time the exporter process spends per second (process_cpu_seconds_total), per replica: 100% is one core. A scrape of a cached page costs almost nothing; a steady climb points at refreshes or a flood of requests.",
       "percentunit", 0,
       [target("max by (%(cluster)s, instance) (rate(process_cpu_seconds_total{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\"}[$__rate_interval]))" % q, "{{%(cluster)s}} {{instance}}" % q)],
     ),
     processPanel(
-      34, "Exporter process memory",
+      39, "Exporter process memory",
       "Resident (process_resident_memory_bytes) and virtual (process_virtual_memory_bytes) memory of the exporter process, per replica. Resident memory is what the container's memory limit counts.",
       "bytes", 6,
       [
@@ -2653,7 +2653,7 @@ function(c)
       ],
     ),
     processPanel(
-      35, "Exporter file descriptors",
+      40, "Exporter file descriptors",
       "File descriptors the exporter process holds open (process_open_fds) beside its limit (process_max_fds), per replica. Idle HTTP connections and database connections each hold one.",
       "short", 12,
       [
@@ -2662,10 +2662,171 @@ function(c)
       ],
     ),
     processPanel(
-      36, "Exporter uptime",
+      41, "Exporter uptime",
       "Time since each exporter process started (process_start_time_seconds), per replica. A saw-tooth means restarts: look at the container's exit reason.",
       "s", 18,
       [target("time() - " + perReplica("process_start_time_seconds"), "{{%(cluster)s}} {{instance}}" % q)],
     ),
+    // A row per declared backlog (repeated over the Backlog variable): below every other panel,
+    // since an expanded row holds the panels under it up to the next row.
+    {
+      id: 32,
+      type: "row",
+      title: "Backlog $backlog: items per state and arrivals",
+      collapsed: false,
+      repeat: "backlog",
+      gridPos: {
+        x: 0,
+        y: 100,
+        w: 24,
+        h: 1,
+      },
+      panels: [],
+    },
+    {
+      id: 33,
+      type: "timeseries",
+      title: "Items per state: $backlog",
+      description: "Rows of the declared backlog per group and state, in any state (orpycamcp_backlog_items, max over replicas; a backlog declaring `states`). Gaps mean the backlog was unmeasured: unknown, not zero.",
+      datasource: {
+        type: "prometheus",
+        uid: "${datasource}",
+      },
+      gridPos: {
+        x: 0,
+        y: 101,
+        w: 12,
+        h: 8,
+      },
+      fieldConfig: {
+        defaults: {
+          unit: "short",
+          mappings: [],
+          custom: {
+            drawStyle: "line",
+            lineWidth: 1,
+            fillOpacity: 0,
+            showPoints: "never",
+            spanNulls: false,
+            insertNulls: false,
+            axisSoftMin: 0,
+          },
+        },
+        overrides: [],
+      },
+      options: {
+        legend: {
+          displayMode: "list",
+          placement: "bottom",
+          showLegend: true,
+        },
+        tooltip: {
+          mode: "multi",
+          sort: "desc",
+        },
+      },
+      targets: [
+        {
+          datasource: {
+            type: "prometheus",
+            uid: "${datasource}",
+          },
+          expr: "max by (%(cluster)s, backlog, group, state) (orpycamcp_backlog_items{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\", backlog=~\"$backlog\"})" % q,
+          legendFormat: "{{%(cluster)s}} {{group}} {{state}}" % q,
+          refId: "A",
+          range: true,
+          instant: false,
+          editorMode: "code",
+        },
+      ],
+    },
+    {
+      id: 34,
+      type: "timeseries",
+      title: "Arrivals per window: $backlog",
+      description: "Rows of the declared backlog per group, in any state, arrived within each window ending at the measurement (orpycamcp_backlog_arrivals, by the database's clock; a backlog declaring `arrivals`), and the thresholds declared for them (arrivals.alert_above). Rows deleted by retention are not counted. Gaps mean the backlog was unmeasured: unknown, not zero. Alert OrpycamcpBacklogArrivalsHigh fires above a threshold for 5m.",
+      datasource: {
+        type: "prometheus",
+        uid: "${datasource}",
+      },
+      gridPos: {
+        x: 12,
+        y: 101,
+        w: 12,
+        h: 8,
+      },
+      fieldConfig: {
+        defaults: {
+          unit: "short",
+          mappings: [],
+          custom: {
+            drawStyle: "line",
+            lineWidth: 1,
+            fillOpacity: 0,
+            showPoints: "never",
+            spanNulls: false,
+            insertNulls: false,
+            axisSoftMin: 0,
+          },
+        },
+        overrides: [
+          {
+            matcher: {
+              id: "byRegexp",
+              options: ".* threshold .*",
+            },
+            properties: [
+              {
+                id: "custom.lineStyle",
+                value: {
+                  fill: "dash",
+                  dash: [
+                    10,
+                    10,
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      },
+      options: {
+        legend: {
+          displayMode: "list",
+          placement: "bottom",
+          showLegend: true,
+        },
+        tooltip: {
+          mode: "multi",
+          sort: "desc",
+        },
+      },
+      targets: [
+        {
+          datasource: {
+            type: "prometheus",
+            uid: "${datasource}",
+          },
+          expr: "max by (%(cluster)s, backlog, group, window) (orpycamcp_backlog_arrivals{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\", backlog=~\"$backlog\"})" % q,
+          legendFormat: "{{%(cluster)s}} {{group}} within {{window}}" % q,
+          refId: "A",
+          range: true,
+          instant: false,
+          editorMode: "code",
+        },
+        {
+          datasource: {
+            type: "prometheus",
+            uid: "${datasource}",
+          },
+          expr: "max by (%(cluster)s, backlog, window) (orpycamcp_backlog_arrivals_threshold{job=~\"$job\", %(cluster)s=~\"$cluster\", instance=~\"$instance\", backlog=~\"$backlog\"})" % q,
+          legendFormat: "{{%(cluster)s}} threshold {{window}}" % q,
+          refId: "B",
+          range: true,
+          instant: false,
+          editorMode: "code",
+        },
+      ],
+    },
   ],
 }

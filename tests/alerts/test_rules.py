@@ -14,7 +14,7 @@ import yaml
 
 from devkit.tools import tool
 from registry import BY_NAME, SIGNALS
-from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
+from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, OLDEST_PENDING, PENDING_ITEMS
 
 from .shorten import (
     REPO_ROOT,
@@ -225,6 +225,10 @@ def family_labels(family: str) -> tuple[str, ...]:
     """A family's own labels as the registry declares them (a declared backlog's: with its groups)."""
     if family in BACKLOG_FAMILIES:
         return ("backlog", "group")
+    if family == ARRIVALS:
+        return ("backlog", "group", "window")
+    if family == ARRIVALS_THRESHOLD:
+        return ("backlog", "window")
     return BY_NAME[family].labels
 
 

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
 DB = "postgresql://u:p@h/db"
+REDIS = "redis://h:6379/0"
 
 GOOD = """
 backlogs:
@@ -168,6 +169,7 @@ def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: s
 
 
 def test_check_config_accepts_the_example() -> None:
-    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(EXAMPLE))
+    done = run("check-config", "--database-url", DB, "--redis-url", REDIS, "--backlogs.config-file", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
-    assert "signals dlq,preservation,audit_chain,kyc_dead_letters,outbox" in done.stdout
+    assert "signals dlq,preservation,audit_chain,streams,kyc_dead_letters,outbox" in done.stdout
+    assert "streams declared: 2 consumer groups, 1 dead-letter streams" in done.stdout

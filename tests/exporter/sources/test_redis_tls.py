@@ -217,6 +217,10 @@ def test_skipping_verification_is_a_warning_at_start(tls_redis: TlsRedis) -> Non
                 break
     finally:
         process.terminate()
-        process.communicate(timeout=20)
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # a loaded machine: the assertion below still decides
+            process.kill()
+            process.communicate()
     assert "WARNING" in lines[-1] or '"warning"' in lines[-1], lines
     assert "accepts any certificate and host name" in lines[-1]
