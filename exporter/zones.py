@@ -86,3 +86,17 @@ def instant_sql(column: str, zone: str) -> str:
         f"CASE WHEN pg_typeof({value}) = 'timestamptz'::regtype THEN {value}::timestamptz"
         f" ELSE {value}::timestamp AT TIME ZONE {zone_sql(zone)} END"
     )
+
+
+# No zone is more than 12 hours behind UTC (Etc/GMT+12), so a wall-clock time read
+# as UTC is at most this much earlier than the instant it stands for.
+MAX_BEHIND_UTC_SECONDS = 12 * 3600
+
+
+def within_sql(column: str, seconds: int) -> str:
+    """A condition on the bare `column`, so that an index on it serves: true for
+    every row whose instant (in whatever zone the column is written) lies within the
+    last `seconds` before now(), and for a few more. Each transaction sets its
+    TimeZone to UTC, so a timestamp or a date compares as written in UTC; the
+    exact count is taken on the instant (instant_sql)."""
+    return f"{column} > now() - interval '{seconds + MAX_BEHIND_UTC_SECONDS} seconds'"

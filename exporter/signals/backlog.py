@@ -30,7 +30,7 @@ from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, epoch_seconds
 from exporter.sources import Sources
 from exporter.sources.identifiers import quote_identifier
-from exporter.zones import instant_sql
+from exporter.zones import instant_sql, within_sql
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
 
@@ -85,7 +85,8 @@ def branch_sql(backlog: Backlog, table: str, where: str) -> str:
         return f"SELECT {', '.join(columns)} FROM {table}"
     # Without states, only the rows that count: pending, or arrived within the longest window.
     longest = max(window.seconds for window in backlog.arrivals.windows)
-    return f"SELECT {', '.join(columns)} FROM {table} WHERE ({where}) OR {arrived} > {since(longest)}"
+    recent = within_sql(quote_identifier(backlog.arrivals.column), longest)
+    return f"SELECT {', '.join(columns)} FROM {table} WHERE ({where}) OR {recent}"
 
 
 def since(seconds: int) -> str:

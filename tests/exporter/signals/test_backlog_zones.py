@@ -118,3 +118,34 @@ async def test_the_server_zone_holds_whatever_a_transaction_sets(bogota: Platfor
     finally:
         await connection.close()
     assert instant.timestamp() == pytest.approx(written, abs=1e-6)
+
+
+@pytest.mark.parametrize("zone", ["server", "Etc/GMT+12", "Pacific/Kiritimati"])
+async def test_arrivals_in_a_zone_far_from_utc_are_counted_within_their_window(
+    bogota: Platform, tmp_path: Path, zone: str
+) -> None:
+    """The rows an arrivals-only backlog reads are narrowed on the bare column (so an
+    index serves): an arrival written in local time, even 12 hours behind UTC or 14
+    ahead, still falls within its window, and one just outside it does not."""
+    local = SERVER_ZONE if zone == "server" else zone
+    for minutes, status in ((30, "done"), (50, "done"), (70, "done"), (23 * 60, "done"), (25 * 60, "done")):
+        await bogota.execute(
+            "INSERT INTO tenant_acme.jobs (status, at_local)"
+            f" VALUES ($1, (now() - interval '{minutes} minutes') AT TIME ZONE $2)",
+            status,
+            local,
+        )
+    path = tmp_path / "backlogs.yml"
+    path.write_text(
+        "backlogs:\n  jobs:\n    help: Jobs waiting.\n    scope: tenant\n    table: jobs\n"
+        "    pending:\n      status: pending\n"
+        f"    arrivals:\n      column: at_local\n      windows: [1h, 1d]\n    timezone: {zone}\n"
+    )
+    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_file=str(path))
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    assert page.measured("jobs") == 1
+    assert page.get("orpycamcp_backlog_arrivals", backlog="jobs", window="1h") == 2
+    assert page.get("orpycamcp_backlog_arrivals", backlog="jobs", window="1d") == 4
