@@ -1,7 +1,10 @@
 """PostgreSQL access for many tenant schemas.
 
 A few connections ("lanes", `max_connections`), opened on first use, closed
-when idle, replaced after `max_queries_per_connection` statements or any error.
+when idle, replaced after `max_queries_per_connection` statements or when
+unusable (a timeout, a cancellation, a broken socket). A statement the server
+refuses (one tenant's missing table, a permission) ends its own transaction
+only: the connection, its prepared statements and the other lanes go on.
 Tenant schemas are read in batches, one statement each.
 
 Every statement runs in a transaction of its own that carries its guarantees
@@ -60,6 +63,15 @@ UNREADABLE_TENANT_LIST = (
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
 BACKEND_PID_SQL = "SELECT pg_backend_pid()"
 COMMIT_SQL = "COMMIT"
+ROLLBACK_SQL = "ROLLBACK"
+# Server errors after which the connection is of no further use: the server
+# ends the session (shutdown, crash, a connection failure).
+CONNECTION_ENDING = (
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
 # A prepared statement the server does not know (26000), or a name it already
 # knows (42P05): the connection's server session is not the one it prepared on.
 _SESSION_STATE_LOST = (
@@ -216,7 +228,8 @@ class Postgres:
     @contextlib.asynccontextmanager
     async def _use(self, lane: _Lane | None = None) -> AsyncIterator[_Lane]:
         """A lane (the given one, else the first free) with its connection, for
-        one statement; the connection is dropped on any failure."""
+        one statement; the connection is kept after a statement the server
+        refused, dropped after any other failure."""
         if lane is None:
             lane = await self._first_free_lane()
         await lane.lock.acquire()
@@ -227,29 +240,53 @@ class Postgres:
             if lane.connection is None or lane.connection.is_closed():
                 lane.forget()
                 lane.connection = await self._connect()
+            kept = False
             try:
                 yield lane
-            except BaseException:
-                # Whatever went wrong (an SQL error, a timeout, a cancellation,
-                # a dead socket), never reuse the connection or wait on a
-                # stalled peer: drop it, its transaction and its prepared
-                # statements with it.
-                connection = lane.forget()
-                if connection is not None:
-                    connection.terminate()
+                kept = True
+            except asyncpg.PostgresError as exc:
+                # The server refused this statement (a missing table, a
+                # permission, a value the contract refuses): its transaction
+                # ends, the connection and its prepared statements stay.
+                kept = await self._rolled_back(lane, exc)
                 raise
-            lane.statements += 1
-            self.statements += 1
-            if lane.statements >= self.settings.max_queries_per_connection:
-                # Bounds what the backend accumulates (catalog caches, plans).
-                self._close_later(lane.forget())
-            else:
-                lane.idle_timer = asyncio.get_running_loop().call_later(
-                    self.settings.idle_close_seconds, self._close_idle, lane
-                )
+            finally:
+                if kept:
+                    self._statement_done(lane)
+                else:
+                    # Anything else (a timeout, a cancellation mid-statement, a
+                    # dead socket, a protocol state unknown, a road that does
+                    # not keep the session): never reuse the connection or wait
+                    # on a stalled peer; drop it and its prepared statements.
+                    connection = lane.forget()
+                    if connection is not None:
+                        connection.terminate()
         finally:
             lane.lock.release()
             self._lane_released.set()
+
+    async def _rolled_back(self, lane: _Lane, exc: asyncpg.PostgresError) -> bool:
+        """Whether the transaction of a statement the server refused ended and
+        left its connection usable for the next one."""
+        connection = lane.connection
+        if connection is None or connection.is_closed() or isinstance(exc, CONNECTION_ENDING):
+            return False
+        try:
+            await connection.execute(ROLLBACK_SQL, timeout=self.timeouts.client)
+        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
+            return False
+        return True
+
+    def _statement_done(self, lane: _Lane) -> None:
+        lane.statements += 1
+        self.statements += 1
+        if lane.statements >= self.settings.max_queries_per_connection:
+            # Bounds what the backend accumulates (catalog caches, plans).
+            self._close_later(lane.forget())
+        else:
+            lane.idle_timer = asyncio.get_running_loop().call_later(
+                self.settings.idle_close_seconds, self._close_idle, lane
+            )
 
     # -- transactions --------------------------------------------------------
 
@@ -286,7 +323,13 @@ class Postgres:
                 statement = await connection.prepare(sql, name=next(lane.statement_names), timeout=self.timeouts.client)
                 self.prepares += 1
                 lane.prepared[sql] = statement
-            rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
+            try:
+                rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
+            except asyncpg.exceptions.FeatureNotSupportedError:
+                # "cached plan must not change result type": a table changed under
+                # the statement; prepared anew next time, else it fails on every use.
+                lane.prepared.pop(sql, None)
+                raise
         except _SESSION_STATE_LOST as exc:
             raise self._session_not_kept(f"{exc.sqlstate}: {exc}") from exc
         return rows
@@ -446,14 +489,25 @@ class Postgres:
         rows: list[asyncpg.Record] = []
         progress = BatchProgress(asyncio.get_running_loop().time)
 
+        failures: list[Exception] = []
+
         async def run(lane: _Lane, sqls: Sequence[str]) -> None:
             used: set[str] = set()
             for index, sql in enumerate(sqls):
-                async with self._use(lane):
-                    # The session is checked once per pass on each lane; every
-                    # statement name is checked by the server on every use.
-                    rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
-                    used.add(sql)
+                if failures:
+                    # The pass is unmeasured already: the other lanes stop
+                    # between two statements, never in the middle of one, so
+                    # their connections and prepared statements stay.
+                    return
+                try:
+                    async with self._use(lane):
+                        # The session is checked once per pass on each lane; every
+                        # statement name is checked by the server on every use.
+                        rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
+                except Exception as exc:
+                    failures.append(exc)
+                    return
+                used.add(sql)
                 progress.done(signal, len(statements))
             # Statements of this signal no longer needed (the tenants changed)
             # are released, and closed on the server with the next prepare.
@@ -466,6 +520,8 @@ class Postgres:
             for i, lane in enumerate(lanes):
                 share = statements[i * len(statements) // count : (i + 1) * len(statements) // count]
                 group.create_task(run(lane, share))
+        if failures:
+            raise failures[0]  # the first failure speaks for the pass
         return rows
 
     async def close(self) -> None:
