@@ -166,6 +166,17 @@ class BacklogConfigError(ConfigError):
         super().__init__(setting, f"{where}: {problem}" if where else problem)
 
 
+class Closed(Exception):
+    """A long-lived object (a cache, a source, the replay-lag reader) used after
+    its close: a defect of the exporter's shutdown, never a new connection."""
+
+    reason = Reason.INTERNAL_ERROR
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what} is closed")
+
+
 class DatabaseUnreachable(Exception):
     """No host of the PostgreSQL URL gave a session of the kind it asks for;
     says, host by host, why (never the password: hosts are named as parsed)."""

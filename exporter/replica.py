@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.samples import Sample
 from exporter.sources.postgres import Postgres
@@ -40,7 +41,7 @@ END::float8 AS lag
 
 
 class ReplayLag:
-    """The replay lag, cached for the TTL like a signal; never raises."""
+    """The replay lag, cached for the TTL like a signal; never raises while open."""
 
     def __init__(self, postgres: Postgres, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK) -> None:
         self.postgres = postgres
@@ -50,6 +51,7 @@ class ReplayLag:
         self._seconds: float | None = None
         self._at: float | None = None
         self._in_flight: asyncio.Task[float | None] | None = None
+        self._life = Lifecycle("the replay-lag reader")
         self.generation = 0
 
     def fresh(self) -> bool:
@@ -63,6 +65,7 @@ class ReplayLag:
 
     async def refresh(self, wait: float) -> None:
         """Read the lag again if it is older than the TTL, waiting at most `wait` seconds."""
+        self._life.ensure_open()
         if self.fresh():
             return
         if self._in_flight is None:
@@ -87,3 +90,8 @@ class ReplayLag:
             return self._seconds
         finally:
             self._in_flight = None
+
+    async def close(self) -> None:
+        """Cancel the reading in flight and wait for it to end (bounded)."""
+        self._life.close()
+        await cancel_and_wait([self._in_flight])

@@ -75,4 +75,9 @@ class Exporter:
         return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last, self.registry, meta)))
 
     async def close(self) -> None:
+        """End every measurement in flight, then the sources' connections and clients."""
+        await asyncio.gather(
+            *(cache.close() for cache in self._caches.values()),
+            self.replay_lag.close() if self.replay_lag is not None else asyncio.sleep(0),
+        )
         await self.sources.close()

@@ -47,6 +47,7 @@ from enum import StrEnum
 import asyncpg
 
 from exporter.errors import SessionNotKept, TenantListUnreadable
+from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.sources.batches import BatchProgress, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
@@ -183,12 +184,14 @@ class Postgres:
         tenants: Sequence[str] | None = None,
         lanes: Sequence[_Lane] | None = None,
         road: _Road | None = None,
+        life: Lifecycle | None = None,
     ) -> None:
         self.settings = settings
         self.timeouts = timeouts
         self._tenants = None if tenants is None else list(tenants)
         self._lanes = list(lanes) if lanes is not None else [_Lane() for _ in range(max(1, settings.max_connections))]
         self._road = road if road is not None else _Road()
+        self._life = life if life is not None else Lifecycle("the PostgreSQL reader")
         self._opening = transaction_opening(timeouts)
         self._closing: set[asyncio.Task[None]] = set()
         self._lane_released = asyncio.Event()
@@ -230,10 +233,12 @@ class Postgres:
         """A lane (the given one, else the first free) with its connection, for
         one statement; the connection is kept after a statement the server
         refused, dropped after any other failure."""
+        self._life.ensure_open()
         if lane is None:
             lane = await self._first_free_lane()
         await lane.lock.acquire()
         try:
+            self._life.ensure_open()  # closed while this waited for the lane
             if lane.idle_timer is not None:
                 lane.idle_timer.cancel()
                 lane.idle_timer = None
@@ -249,6 +254,12 @@ class Postgres:
                 # permission, a value the contract refuses): its transaction
                 # ends, the connection and its prepared statements stay.
                 kept = await self._rolled_back(lane, exc)
+                raise
+            except (asyncio.CancelledError, TimeoutError):
+                # A statement may still run on the server: asyncpg asks the
+                # server to cancel it, and the connection closes once that is
+                # done (bounded), so no backend goes on working for nobody.
+                self._close_later(lane.forget())
                 raise
             finally:
                 if kept:
@@ -371,8 +382,8 @@ class Postgres:
     @staticmethod
     async def _close_connection(connection: asyncpg.Connection) -> None:
         try:
-            await connection.close(timeout=2)
-        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
+            await connection.close(timeout=CLOSE_SECONDS)
+        except Exception:  # whatever state it was left in, it ends here
             connection.terminate()
 
     # -- public --------------------------------------------------------------
@@ -387,6 +398,7 @@ class Postgres:
         """Whether a connection keeps its server session between its transactions
         while another connection holds a transaction open: a direct connection or
         a session pooler always does, a transaction pooler cannot (for diagnose)."""
+        self._life.ensure_open()
         first = await self._connect()
         try:
             second = await self._connect()
@@ -419,10 +431,13 @@ class Postgres:
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
         uses it to find the tenant a signal fails on)."""
-        return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road)
+        return Postgres(
+            self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road, life=self._life
+        )
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
+        self._life.ensure_open()
         if self._tenants is not None:
             return list(self._tenants)
         if self._tenants_in_flight is None:
@@ -454,6 +469,7 @@ class Postgres:
         one statement at a time each, so signals measured at the same time
         interleave on them.
         """
+        self._life.ensure_open()
         self._refuse_lost_session()
         previous = self._passes.get(signal)
         if previous is not None:
@@ -525,12 +541,14 @@ class Postgres:
         return rows
 
     async def close(self) -> None:
-        passes = [task for task in (*self._passes.values(), self._tenants_in_flight) if task is not None]
-        for task in passes:
-            task.cancel()
-        if passes:
-            await asyncio.wait(passes, timeout=3)
+        """Cancel the passes and the tenant list in flight, then close every
+        connection (a statement cut is cancelled on the server first), each
+        step bounded; nothing connects again."""
+        self._life.close()
+        await cancel_and_wait([*self._passes.values(), self._tenants_in_flight])
         for lane in self._lanes:
             self._close_later(lane.forget())
         if self._closing:
-            await asyncio.wait(set(self._closing), timeout=3)
+            await asyncio.wait(set(self._closing), timeout=CLOSE_SECONDS)
+            # Past the bound, a close is cancelled: asyncpg then aborts its connection.
+            await cancel_and_wait(set(self._closing), CLOSE_SECONDS)

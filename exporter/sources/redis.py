@@ -6,6 +6,7 @@ or SCAN; a failure is not retried here: the cache's TTL is the retry.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.timeouts import Timeouts
 
 
@@ -39,8 +41,10 @@ class RedisStreams:
         self.settings = settings
         self.timeouts = timeouts
         self._client: redis.asyncio.Redis | None = None
+        self._life = Lifecycle("the Redis reader")
 
     def _get_client(self) -> redis.asyncio.Redis:
+        self._life.ensure_open()
         if self._client is None:
             self._client = redis.asyncio.Redis.from_url(
                 self.settings.url,
@@ -76,6 +80,8 @@ class RedisStreams:
         return StreamsReading(pending=pending, lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]))
 
     async def close(self) -> None:
+        self._life.close()
         if self._client is not None:
             client, self._client = self._client, None
-            await client.aclose()
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await client.aclose()

@@ -13,6 +13,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
+from exporter.errors import Closed
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -147,7 +148,7 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
         await proxy.close()
 
 
-async def test_close_ends_the_connection_and_a_later_read_reconnects(redis: LocalRedis, db: Redis) -> None:
+async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis: LocalRedis, db: Redis) -> None:
     streams = RedisStreams(RedisSettings(redis.url), Timeouts(2.0))
     try:
         await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
@@ -161,8 +162,8 @@ async def test_close_ends_the_connection_and_a_later_read_reconnects(redis: Loca
         await wait_until(gone, 5)  # the server notices the closed socket shortly after
         assert await exporter_clients(db) == []
 
-        reading = await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
-        assert reading.lengths == (0, 0, 0)
-        assert len(await exporter_clients(db)) == 1
+        with pytest.raises(Closed, match="the Redis reader is closed"):
+            await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+        assert await exporter_clients(db) == []
     finally:
         await streams.close()
