@@ -14,8 +14,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from exporter.http.reload import WebConfigSource
 
-# Compared against when the user is unknown, so timing does not tell users apart.
-_DUMMY_HASH = bcrypt.hashpw(b"orpycamcp-exporter", bcrypt.gensalt(rounds=10))
+# Compared against when the user is unknown, so timing does not tell users apart;
+# the password it hashes must never let anyone in.
+PLACEHOLDER_PASSWORD = "orpycamcp-exporter"  # noqa: S105 -- public on purpose, refused for every user
+_PLACEHOLDER_HASH = bcrypt.hashpw(PLACEHOLDER_PASSWORD.encode(), bcrypt.gensalt(rounds=10))
 _CACHE_LIMIT = 128
 
 
@@ -57,7 +59,7 @@ class BasicAuth:
         if known is not None:
             return known
         hashed = users.get(user)
-        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed or _DUMMY_HASH)
+        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed or _PLACEHOLDER_HASH)
         ok = ok and hashed is not None
         if users is not self._of:  # reloaded while bcrypt ran: answered, not remembered
             return ok

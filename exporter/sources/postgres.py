@@ -48,7 +48,7 @@ import asyncpg
 
 from exporter.errors import SessionNotKept, TenantListUnreadable
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
-from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.timeouts import Timeouts
@@ -531,10 +531,8 @@ class Postgres:
                 lane.prepared.pop(stale, None)
             lane.by_signal[signal] = used
 
-        count = len(lanes)
         async with asyncio.TaskGroup() as group:
-            for i, lane in enumerate(lanes):
-                share = statements[i * len(statements) // count : (i + 1) * len(statements) // count]
+            for lane, share in zip(lanes, lane_shares(statements, len(lanes)), strict=True):
                 group.create_task(run(lane, share))
         if failures:
             raise failures[0]  # the first failure speaks for the pass
