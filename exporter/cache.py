@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
+from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.lifecycle import Lifecycle, cancel_and_wait
-from exporter.measure import SYSTEM_CLOCK, Clock, measure
+from exporter.measure import measure
 from exporter.outcomes import Outcome
 from exporter.signals import Signal
 from exporter.sources import Sources

@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.lifecycle import Lifecycle, cancel_and_wait
-from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.samples import Sample
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
-from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
@@ -44,7 +44,7 @@ def timeouts_of(settings: Settings) -> Timeouts:
     return Timeouts(deadline=settings.deadline)
 
 
-def build_sources(settings: Settings) -> Sources:
+def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
     """The clients of the configured sources; none connects before its first use."""
     timeouts = timeouts_of(settings)
     postgres = redis = None
@@ -62,6 +62,7 @@ def build_sources(settings: Settings) -> Sources:
                 **({"application_name": named} if named else {}),
             ),
             timeouts,
+            clock=clock,
         )
     if settings.redis_url is not None:
         redis = RedisStreams(RedisSettings(url=settings.redis_url), timeouts)
@@ -70,7 +71,7 @@ def build_sources(settings: Settings) -> Sources:
 
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
-    sources = build_sources(settings)
+    sources = build_sources(settings, clock)
     catalog = catalog_of(settings.backlogs)
     caches = [
         SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)

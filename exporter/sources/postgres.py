@@ -46,6 +46,7 @@ from enum import StrEnum
 
 import asyncpg
 
+from exporter.clock import SYSTEM_CLOCK, Clock, Timer
 from exporter.errors import SessionNotKept, TenantListUnreadable
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
@@ -141,7 +142,7 @@ class _Lane:
         self.by_signal: dict[str, set[str]] = {}
         self.statements = 0  # on the current connection
         self.backend_pid: int | None = None  # the server process of the connection's first transaction
-        self.idle_timer: asyncio.TimerHandle | None = None
+        self.idle_timer: Timer | None = None
 
     def forget(self) -> asyncpg.Connection | None:
         connection, self.connection = self.connection, None
@@ -185,6 +186,7 @@ class Postgres:
         lanes: Sequence[_Lane] | None = None,
         road: _Road | None = None,
         life: Lifecycle | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
         self.timeouts = timeouts
@@ -192,6 +194,7 @@ class Postgres:
         self._lanes = list(lanes) if lanes is not None else [_Lane() for _ in range(max(1, settings.max_connections))]
         self._road = road if road is not None else _Road()
         self._life = life if life is not None else Lifecycle("the PostgreSQL reader")
+        self.clock = clock
         self._opening = transaction_opening(timeouts)
         self._closing: set[asyncio.Task[None]] = set()
         self._lane_released = asyncio.Event()
@@ -295,9 +298,7 @@ class Postgres:
             # Bounds what the backend accumulates (catalog caches, plans).
             self._close_later(lane.forget())
         else:
-            lane.idle_timer = asyncio.get_running_loop().call_later(
-                self.settings.idle_close_seconds, self._close_idle, lane
-            )
+            lane.idle_timer = self.clock.call_later(self.settings.idle_close_seconds, lambda: self._close_idle(lane))
 
     # -- transactions --------------------------------------------------------
 
@@ -432,7 +433,13 @@ class Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
         uses it to find the tenant a signal fails on)."""
         return Postgres(
-            self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road, life=self._life
+            self.settings,
+            self.timeouts,
+            tenants=tenants,
+            lanes=self._lanes,
+            road=self._road,
+            life=self._life,
+            clock=self.clock,
         )
 
     async def active_tenant_slugs(self) -> list[str]:
