@@ -8,20 +8,17 @@ quoted anyway), and pending values are bound as parameters.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any
-
-import yaml
 
 from exporter.errors import BacklogConfigError
+from exporter.printable import has_control
+from exporter.yamlfile import YamlError, parse_yaml, read_capped
 from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME
 from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
 REQUIRED = ("help", "scope", "table", "pending")
 
@@ -54,23 +51,6 @@ class Backlog:
     oldest: str | None = None
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice (PyYAML keeps the last silently)."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Hashable, Any]:
-    seen: set[Hashable] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 class _Reader:
     """Validates one file, naming the setting, the backlog and the key in every error."""
 
@@ -81,7 +61,7 @@ class _Reader:
         return BacklogConfigError(self.setting, backlog, key, problem)
 
     def identifier(self, backlog: str, key: str, raw: object) -> str:
-        if not isinstance(raw, str) or not IDENTIFIER.match(raw):
+        if not isinstance(raw, str) or not IDENTIFIER.fullmatch(raw):
             raise self.fail(backlog, key, f"{raw!r} is not a plain column or table name ([A-Za-z_][A-Za-z0-9_]*)")
         return raw
 
@@ -113,7 +93,7 @@ class _Reader:
         return Condition(name, (self.value(backlog, key, raw),))
 
     def backlog(self, name: object, raw: object) -> Backlog:
-        if not isinstance(name, str) or not BACKLOG_NAME.match(name) or len(name) > MAX_BACKLOG_NAME:
+        if not isinstance(name, str) or not BACKLOG_NAME.fullmatch(name) or len(name) > MAX_BACKLOG_NAME:
             raise self.fail(str(name), None, f"the name must be [a-z][a-z0-9_]*, at most {MAX_BACKLOG_NAME} characters")
         if name in SIGNALS:
             raise self.fail(name, None, "the name is a built-in signal's")
@@ -126,8 +106,8 @@ class _Reader:
             if key not in raw:
                 raise self.fail(name, key, "is required")
         help_text = raw["help"]
-        if not isinstance(help_text, str) or not help_text.strip() or "\n" in help_text.strip():
-            raise self.fail(name, "help", "must be one non-empty line of text")
+        if not isinstance(help_text, str) or not help_text.strip() or has_control(help_text.strip()):
+            raise self.fail(name, "help", "must be one non-empty line of text, without control characters")
         try:
             scope = Scope(raw["scope"])
         except ValueError:
@@ -173,19 +153,15 @@ class _Reader:
 def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
     """The backlogs a YAML document declares; BacklogConfigError on any problem."""
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        kind = "refused" if isinstance(exc, yaml.constructor.ConstructorError) else "not valid YAML"
-        raise BacklogConfigError(setting, None, None, f"{kind}{where}: {problem}") from None
+        raw = parse_yaml(text)
+    except YamlError as exc:
+        raise BacklogConfigError(setting, None, None, str(exc)) from None
     return _Reader(setting).document(raw)
 
 
 def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_capped(path)
+    except (OSError, UnicodeDecodeError, YamlError) as exc:
         raise BacklogConfigError(setting, None, None, f"cannot read {path}: {exc}") from None
     return parse_backlogs(text, f"{setting} {path}")

@@ -1,107 +1,69 @@
-"""Command line: `orpycamcp-exporter COMMAND [options]`, `serve` when no command is given."""
+"""Command line: `orpycamcp-exporter COMMAND [options]`, `serve` when no command is given.
+
+`serve`, `check-config`, `diagnose` and `demo` read the settings through one
+path (exporter.settings.load): `check-config` refuses exactly what `serve`
+refuses, with the same words, every invalid setting on a line of its own.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from exporter import logs
+from exporter.arguments import PROG, build_parser, command_parser, option_values, with_command
 from exporter.backlogs import load_backlogs
-from exporter.errors import ConfigError, ListenError
+from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
-from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings, describe, load
+from exporter.settings import OPTIONS_BY_NAME, Settings, describe, load, load_some
 from exporter.tools.reference import metrics_table
-from registry import VERSION
-
-PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
-
-
-def _add_options(parser: argparse.ArgumentParser) -> None:
-    for option in OPTIONS:
-        default = f" (default: {option.default})" if option.default is not None else ""
-        env = f" [env {option.env}]" if option.env else ""
-        parser.add_argument(
-            option.flag,
-            dest=option.name,
-            metavar=option.metavar,
-            default=None,
-            help=f"{option.help}{default}{env}",
-        )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Prometheus exporter for the platform's silent backlogs.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="serve /metrics (the default)")
-    _add_options(serve)
-    demo = commands.add_parser("demo", help="serve against a throwaway demo PostgreSQL (and Redis)")
-    _add_options(demo)
-    diagnose = commands.add_parser("diagnose", help="measure every signal once and explain any failure")
-    _add_options(diagnose)
-    check = commands.add_parser("check-config", help="validate the settings and the web config, then exit")
-    _add_options(check)
-    metrics = commands.add_parser("metrics", help="print the registry: every family, its labels and their values")
-    option = OPTIONS_BY_NAME["backlogs_file"]
-    metrics.add_argument(
-        option.flag, dest=option.name, metavar=option.metavar, default=None, help=f"{option.help} [env {option.env}]"
-    )
-    healthcheck = commands.add_parser("healthcheck", help="probe the serving exporter's /-/healthy: exit 0 or 1")
-    _add_options(healthcheck)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list or args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
-        args_list.insert(0, "serve")
     parser = build_parser()
-    args, unknown = parser.parse_known_args(args_list)
+    args, unknown = parser.parse_known_args(with_command(sys.argv[1:] if argv is None else argv))
     if unknown:
         # The command's own usage, not the top-level one: that is where the option was mistyped.
-        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
-    values = {option.name: getattr(args, option.name, None) for option in OPTIONS}
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+    values = option_values(args)
     if args.command == "healthcheck":
         from exporter.tools.healthcheck import healthcheck
 
         return healthcheck(values, os.environ)
     try:
         if args.command == "metrics":
-            backlogs_env = OPTIONS_BY_NAME["backlogs_file"].env or ""
-            print(_metrics(values.get("backlogs_file") or os.environ.get(backlogs_env)), end="")
+            print(_metrics(load_some(values, os.environ, ["backlogs_file"])["backlogs_file"]), end="")
             return 0
         if args.command == "demo":
             from exporter.tools.demo import run_demo
 
             return run_demo(values)
         settings = load(values, os.environ)
-        web = load_web_config(settings.web_config_file) if settings.web_config_file else WebConfig()
     except (ConfigError, ListenError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return refuse(exc, values)
     if args.command == "check-config":
-        address = show_address(settings.listen_host, settings.listen_port)
-        print(f"configuration valid: signals {','.join(settings.signals)} on {address}")
+        print(f"configuration valid: {settings.summary(show_address(settings.listen_host, settings.listen_port))}")
         return 0
     if args.command == "diagnose":
         from exporter.tools.diagnose import diagnose
 
         logs.configure(settings.log_format, "error")
         return asyncio.run(diagnose(settings, print))
-    return _serve(settings, web)
+    return _serve(settings, values)
 
 
-def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            chosen: argparse.ArgumentParser = action.choices[command]
-            return chosen
-    return parser
+def refuse(exc: ConfigError | ListenError, values: Mapping[str, Any]) -> int:
+    """Exit 2 with every refusal on a line of its own, in the configured log format when it is valid."""
+    errors = exc.errors if isinstance(exc, InvalidSettings) else (exc,)
+    try:
+        log_format = load_some(values, os.environ, ["log_format"])["log_format"]
+    except ConfigError:  # itself invalid: its default
+        log_format = OPTIONS_BY_NAME["log_format"].default
+    logs.startup_failure([str(error) for error in errors], log_format, PROG)
+    return 2
 
 
 def _metrics(backlogs_file: str | None) -> str:
@@ -114,12 +76,11 @@ def _metrics(backlogs_file: str | None) -> str:
     return metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs})
 
 
-def _serve(settings: Settings, web: WebConfig) -> int:
+def _serve(settings: Settings, values: Mapping[str, Any]) -> int:
     from exporter.http.server import serve
 
     logs.configure(settings.log_format, settings.log_level)
     try:
-        return serve(settings, web)
+        return serve(settings)
     except ListenError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return refuse(exc, values)

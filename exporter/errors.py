@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from exporter.printable import printable
+
 
 class Reason(StrEnum):
     """Why a signal is unmeasured: stable words for logs, hints and the runbook."""
@@ -25,6 +27,7 @@ class Reason(StrEnum):
     NOT_CONFIGURED = "not_configured"
     # Time
     TIMEOUT = "timeout"
+    SCRAPE_TIMEOUT = "scrape_timeout"
     STATEMENT_TIMEOUT = "statement_timeout"
     LOCK_TIMEOUT = "lock_timeout"
     # PostgreSQL
@@ -43,13 +46,33 @@ class Reason(StrEnum):
     INTERNAL_ERROR = "internal_error"
 
 
+MAX_MESSAGE = 400
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+
+
 class ConfigError(Exception):
     """A setting is invalid; the process exits 2 before serving anything."""
 
     def __init__(self, setting: str, problem: str) -> None:
         self.setting = setting
         self.problem = problem
-        super().__init__(f"invalid setting {setting}: {problem}")
+        # A configured value can be long or hostile: the message stays one short line.
+        super().__init__(printable(_capped(f"invalid setting {setting}: {problem}")))
+
+
+class InvalidSettings(ConfigError):
+    """Every invalid setting found at once, one line each (`setting` and `problem`: the first)."""
+
+    def __init__(self, errors: tuple[ConfigError, ...]) -> None:
+        self.errors = errors
+        super().__init__(errors[0].setting, errors[0].problem)
+        self.args = ("\n".join(str(error) for error in errors),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(error) for error in self.errors)
 
 
 class ListenError(Exception):

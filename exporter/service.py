@@ -41,7 +41,7 @@ def catalog_of(backlogs: tuple[Backlog, ...]) -> Catalog:
 
 
 def timeouts_of(settings: Settings) -> Timeouts:
-    return Timeouts(deadline=settings.deadline)
+    return settings.feeding(Timeouts)
 
 
 def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
@@ -52,20 +52,12 @@ def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
         # A URL's application_name is the operator's choice; else the exporter names itself.
         named = dsn.parse(settings.database_url).application_name
         postgres = Postgres(
-            PostgresSettings(
-                url=settings.database_url,
-                max_connections=settings.max_connections,
-                batch_size=settings.batch_size,
-                idle_close_seconds=settings.idle_close,
-                max_queries_per_connection=settings.max_queries,
-                pool_mode=settings.pool_mode,
-                **({"application_name": named} if named else {}),
-            ),
+            settings.feeding(PostgresSettings, **({"application_name": named} if named else {})),
             timeouts,
             clock=clock,
         )
     if settings.redis_url is not None:
-        redis = RedisStreams(RedisSettings(url=settings.redis_url), timeouts)
+        redis = RedisStreams(settings.feeding(RedisSettings), timeouts)
     return Sources(postgres=postgres, redis=redis)
 
 

@@ -1,210 +1,297 @@
-"""Settings: every option, its flag and environment variable, parsed and
-validated in one place before anything starts."""
+"""Settings: every option declared once, as a field of `Settings`, then read,
+validated (every invalid setting reported at once) and handed to the components.
+
+An option's declaration (exporter.options.option) holds its flag, how it is
+parsed and bounded, its default, its help, its environment aliases and the
+component settings it feeds. The command line (exporter.arguments), the
+component settings (exporter.service), docs/configuration.md and the checks of
+`serve`, `check-config`, `diagnose` and `healthcheck` all read these
+declarations; the rules below are what involves several options at once.
+"""
 
 from __future__ import annotations
 
-import math
 import urllib.parse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
 
 from exporter.backlogs import Backlog, load_backlogs
-from exporter.errors import ConfigError
+from exporter.errors import ConfigError, InvalidSettings
+from exporter.http.fdlimit import DEFAULT_CAP_CEILING
+from exporter.http.listen import resolve
+from exporter.http.webconfig import WebConfig, load_web_config
+from exporter.options import Choice, Count, Option, Refused, Seconds, Text, declared, feeding, option
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
 from exporter.sources import dsn
 from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
+# Unused database connections are closed after this many TTLs (when not set).
+IDLE_CLOSE_TTLS = 3
+UNENCODED = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+
+C = TypeVar("C")
+FILE = Text(kind="file path")
+
+
+class ListenAddress(NamedTuple):
+    host: str  # "" listens on every interface, IPv4 and IPv6
+    port: int
 
 
 @dataclass(frozen=True)
-class Option:
-    """One setting: its attribute, CLI flag, environment variable, default and help."""
+class ListenParser:
+    kind: str = "HOST:PORT, one address"
 
-    name: str
-    flag: str
-    env: str | None
-    default: str | None
-    help: str
-    metavar: str = "VALUE"
+    def __call__(self, raw: str, env: Mapping[str, str]) -> ListenAddress:
+        if "," in raw or any(char.isspace() for char in raw):
+            raise Refused(f"{raw!r}: give one HOST:PORT")
+        host, sep, port = raw.rpartition(":")
+        if not sep:
+            raise Refused(f"{raw!r} is not HOST:PORT")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        try:
+            number = int(port)
+        except ValueError:
+            raise Refused(f"port {port!r} is not a number") from None
+        if not 0 <= number <= 65535:
+            raise Refused(f"port {number} is out of range")
+        resolve(host, number)  # what serve binds, resolved the same way
+        return ListenAddress(host, number)
 
 
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        "listen_address",
+@dataclass(frozen=True)
+class PostgresUrl:
+    """A PostgreSQL URL if asyncpg would accept it (several hosts, sockets, TLS files...)."""
+
+    kind: str = "postgresql:// URL"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> str:
+        try:
+            dsn.parse(raw, env)
+        except dsn.InvalidDatabaseUrl as exc:
+            raise Refused(f"{redact_url(raw)}: {exc.problem}") from None
+        return raw
+
+
+@dataclass(frozen=True)
+class RedisUrl:
+    schemes: tuple[str, ...] = ("redis", "rediss", "unix")
+
+    @property
+    def kind(self) -> str:
+        return " or ".join(f"{scheme}://" for scheme in self.schemes) + " URL"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> str:
+        if ambiguous_authority(raw):
+            raise Refused(f"{redact_url(raw)} is not a valid URL: {UNENCODED}")
+        try:
+            parts = urllib.parse.urlsplit(raw)
+            parts.port  # noqa: B018 -- raises ValueError on a bad port
+        except ValueError:
+            # The parser's own words may quote part of the password: not repeated.
+            raise Refused(f"{redact_url(raw)} is not a valid URL (a bad port?): {UNENCODED}") from None
+        if parts.scheme not in self.schemes:
+            raise Refused(f"{redact_url(raw)}: scheme must be one of {', '.join(self.schemes)}")
+        return raw
+
+
+@dataclass(frozen=True)
+class Names:
+    kind: str = "comma-separated names"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in raw.split(",") if name.strip())
+        if not names:
+            raise Refused("names no signal")
+        return names
+
+
+@dataclass(frozen=True)
+class Mode:
+    kind: str = " or ".join(mode.value for mode in PoolMode)
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> PoolMode:
+        return PoolMode(Choice(tuple(mode.value for mode in PoolMode))(raw, env))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Every setting of one process. Fields declared with `option(...)` are its options."""
+
+    listen_address: ListenAddress = option(
         "--web.listen-address",
-        "ORPYCAMCP_LISTEN_ADDRESS",
-        f":{DEFAULT_PORT}",
-        "address to serve /metrics on, HOST:PORT (empty host: all interfaces)",
-        "HOST:PORT",
-    ),
-    Option(
-        "database_url",
+        ListenParser(),
+        "address to serve /metrics on; an empty host listens on every interface, IPv4 and IPv6",
+        metavar="HOST:PORT",
+        default=f":{DEFAULT_PORT}",
+        aliases=("ORPYCAMCP_LISTEN_ADDRESS",),
+    )
+    database_url: str | None = option(
         "--database-url",
-        "DATABASE_URL",
-        None,
-        "PostgreSQL URL, postgresql://user:password@host:port/db (several hosts, sockets, TLS: see Connecting)",
-        "URL",
-    ),
-    Option(
-        "database_url_file",
+        PostgresUrl(),
+        "PostgreSQL URL, postgresql://user:password@host:port/db (several hosts, sockets, TLS: see docs/connecting.md)",
+        metavar="URL",
+        aliases=("DATABASE_URL",),
+        feeds=("PostgresSettings.url",),
+        secret=True,
+    )
+    database_url_file: str | None = option(
         "--database-url-file",
-        "DATABASE_URL_FILE",
-        None,
-        "file holding the PostgreSQL URL (a mounted secret); instead of --database-url",
-        "FILE",
-    ),
-    Option(
-        "redis_url",
+        FILE,
+        "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database-url",
+        metavar="FILE",
+        aliases=("DATABASE_URL_FILE",),
+    )
+    redis_url: str | None = option(
         "--redis-url",
-        "REDIS_URL",
-        None,
+        RedisUrl(),
         "Redis URL (redis:// or rediss://); enables the streams signal",
-        "URL",
-    ),
-    Option(
-        "redis_url_file",
+        metavar="URL",
+        aliases=("REDIS_URL",),
+        feeds=("RedisSettings.url",),
+        secret=True,
+    )
+    redis_url_file: str | None = option(
         "--redis-url-file",
-        "REDIS_URL_FILE",
-        None,
-        "file holding the Redis URL (a mounted secret); instead of --redis-url",
-        "FILE",
-    ),
-    Option(
-        "signals",
+        FILE,
+        "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis-url",
+        metavar="FILE",
+        aliases=("REDIS_URL_FILE",),
+    )
+    signals: tuple[str, ...] = option(
         "--signals",
-        "ORPYCAMCP_SIGNALS",
-        None,
-        "comma-separated signals (declared backlogs included) to enable (default: every signal whose source is"
-        " configured)",
-        "LIST",
-    ),
-    Option(
-        "ttl",
+        Names(),
+        "comma-separated signals (declared backlogs included) to enable",
+        metavar="LIST",
+        default_doc="every signal whose source is configured",
+    )
+    ttl: float = option(
         "--ttl",
-        "METRICS_TTL_SECONDS",
-        "30",
+        Seconds(),
         "seconds a measurement (success or failure) is served from cache",
-        "SECONDS",
-    ),
-    Option(
-        "deadline",
+        metavar="SECONDS",
+        default="30",
+        aliases=("METRICS_TTL_SECONDS",),
+        feeds=("SignalCache.ttl",),
+    )
+    deadline: float = option(
         "--deadline",
-        "METRICS_DEADLINE_SECONDS",
-        "10",
+        Seconds(),
         "seconds one measurement may take; below the TTL",
-        "SECONDS",
-    ),
-    Option(
-        "max_connections",
+        metavar="SECONDS",
+        default="10",
+        aliases=("METRICS_DEADLINE_SECONDS",),
+        feeds=("Timeouts.deadline",),
+    )
+    max_connections: int = option(
         "--database.max-connections",
-        "ORPYCAMCP_DATABASE_MAX_CONNECTIONS",
-        "2",
+        Count(1, 64),
         "PostgreSQL connections at most",
-        "N",
-    ),
-    Option(
-        "batch_size",
+        metavar="N",
+        default="2",
+        feeds=("PostgresSettings.max_connections",),
+    )
+    batch_size: int = option(
         "--database.batch-size",
-        "ORPYCAMCP_DATABASE_BATCH_SIZE",
-        "250",
+        Count(1, 5000),
         "tenant schemas read by one statement",
-        "N",
-    ),
-    Option(
-        "idle_close",
+        metavar="N",
+        default="250",
+        feeds=("PostgresSettings.batch_size",),
+    )
+    idle_close: float = option(
         "--database.idle-close",
-        "ORPYCAMCP_DATABASE_IDLE_CLOSE_SECONDS",
-        None,
-        "close database connections unused this long (default: 3 x TTL)",
-        "SECONDS",
-    ),
-    Option(
-        "max_queries",
+        Seconds(),
+        "close database connections unused this long",
+        metavar="SECONDS",
+        default_doc=f"{IDLE_CLOSE_TTLS} x --ttl",
+        aliases=("ORPYCAMCP_DATABASE_IDLE_CLOSE_SECONDS",),
+        feeds=("PostgresSettings.idle_close_seconds",),
+    )
+    max_queries: int = option(
         "--database.max-queries-per-connection",
-        "ORPYCAMCP_DATABASE_MAX_QUERIES",
-        "20000",
+        Count(1, 10_000_000),
         "replace a connection after this many statements, bounding the memory its backend holds",
-        "N",
-    ),
-    Option(
-        "pool_mode",
+        metavar="N",
+        default="20000",
+        aliases=("ORPYCAMCP_DATABASE_MAX_QUERIES",),
+        feeds=("PostgresSettings.max_queries_per_connection",),
+    )
+    pool_mode: PoolMode = option(
         "--database.pool-mode",
-        "ORPYCAMCP_DATABASE_POOL_MODE",
-        PoolMode.SESSION.value,
+        Mode(),
         "session (direct, or a session pooler: statements prepared once per connection) or transaction"
         " (a transaction pooler such as PgBouncer pool_mode = transaction: nothing outlives a transaction)",
-        "MODE",
-    ),
-    Option(
-        "backlogs_file",
+        metavar="MODE",
+        default=PoolMode.SESSION.value,
+        feeds=("PostgresSettings.pool_mode",),
+    )
+    backlogs_file: str | None = option(
         "--backlogs.config-file",
-        "ORPYCAMCP_BACKLOGS_FILE",
-        None,
+        FILE,
         "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
-        "FILE",
-    ),
-    Option(
-        "web_config_file",
+        metavar="FILE",
+        aliases=("ORPYCAMCP_BACKLOGS_FILE",),
+    )
+    web_config_file: str | None = option(
         "--web.config.file",
-        "ORPYCAMCP_WEB_CONFIG_FILE",
-        None,
+        FILE,
         "exporter-toolkit web configuration (TLS, basic auth); re-read when its files change and on SIGHUP",
-        "FILE",
-    ),
-    Option(
-        "http_max_connections",
+        metavar="FILE",
+    )
+    http_max_connections: int | None = option(
         "--web.max-connections",
-        "ORPYCAMCP_WEB_MAX_CONNECTIONS",
-        None,
-        "HTTP connections held at most; at the cap the longest idle one is closed"
-        " (default: what the file-descriptor limit allows, at most 16384)",
-        "N",
-    ),
-    Option(
-        "head_timeout",
+        Count(16, 1 << 20),
+        "HTTP connections held at most; at the cap the longest idle one is closed",
+        metavar="N",
+        default_doc=f"what the file-descriptor limit allows, at most {DEFAULT_CAP_CEILING}",
+    )
+    head_timeout: float = option(
         "--web.request-head-timeout",
-        "ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",
-        "5",
+        Seconds(),
         "seconds a client has to send a complete request head before it is disconnected",
-        "SECONDS",
-    ),
-    Option("log_format", "--log-format", "ORPYCAMCP_LOG_FORMAT", "text", "log format: text or json", "FORMAT"),
-    Option(
-        "log_level", "--log-level", "ORPYCAMCP_LOG_LEVEL", "info", "log level: debug, info, warning or error", "LEVEL"
-    ),
-)
-
-OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
-
-
-@dataclass(frozen=True)
-class Settings:
-    listen_host: str
-    listen_port: int
-    database_url: str | None
-    redis_url: str | None
-    signals: tuple[str, ...]
-    ttl: float
-    deadline: float
-    max_connections: int
-    batch_size: int
-    idle_close: float
-    max_queries: int
-    pool_mode: PoolMode
-    web_config_file: str | None
-    log_format: str
-    log_level: str
-    http_max_connections: int | None = None
-    head_timeout: float = 5.0
+        metavar="SECONDS",
+        default="5",
+        aliases=("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",),
+        feeds=("bounded_protocol.head_timeout",),
+    )
+    log_format: str = option("--log-format", Choice(("text", "json")), "log format", metavar="FORMAT", default="text")
+    log_level: str = option(
+        "--log-level", Choice(("debug", "info", "warning", "error")), "log level", metavar="LEVEL", default="info"
+    )
+    # Derived from the options above by the rules of `load`.
     backlogs: tuple[Backlog, ...] = ()
+    web: WebConfig = field(default_factory=WebConfig)
+
+    @property
+    def listen_host(self) -> str:
+        return self.listen_address.host
+
+    @property
+    def listen_port(self) -> int:
+        return self.listen_address.port
+
+    def summary(self, where: str) -> str:
+        """What these settings serve, as `check-config` and the start-up line say it."""
+        users = len(self.web.basic_auth_users)
+        auth = f"on ({users} user{'s' if users != 1 else ''})" if users else "off"
+        return f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+
+    def feeding(self, component: type[C], **rest: Any) -> C:
+        """`component` built from the options that feed it, and `rest`."""
+        return component(**feeding(OPTIONS, self, component), **rest)
+
+
+OPTIONS: tuple[Option[Any], ...] = declared(Settings)
+OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 
 
 def describe(name: str) -> str:
-    option = OPTIONS_BY_NAME[name]
-    return f"{option.flag} ({option.env})" if option.env else option.flag
+    return OPTIONS_BY_NAME[name].describe()
 
 
 def redact_url(url: str) -> str:
@@ -217,176 +304,163 @@ def ambiguous_authority(url: str) -> bool:
     return dsn.ambiguous_authority(url)
 
 
-def _seconds(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(describe(name), f"{raw!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(describe(name), f"must be a positive number of seconds, got {raw!r}")
-    return value
+class _Reading:
+    """The options' texts (flag, then environment, then default), parsed; every refusal kept."""
 
+    def __init__(self, values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> None:
+        self.env = env
+        self.errors: list[ConfigError] = []
+        self.values: dict[str, Any] = {}
+        for name in names:
+            self.values[name] = self._parse(OPTIONS_BY_NAME[name], values.get(name))
 
-def _count(name: str, raw: str, low: int, high: int) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(describe(name), f"{raw!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise ConfigError(describe(name), f"must be between {low} and {high}, got {value}")
-    return value
+    def refuse(self, name: str, problem: str) -> None:
+        self.errors.append(ConfigError(describe(name), problem))
 
+    def _text(self, item: Option[Any], given: Any) -> str | None:
+        if isinstance(given, list | tuple):
+            if len(given) > 1:
+                # The values are not repeated: one of them may be a URL with its password.
+                self.refuse(item.name, f"given {len(given)} times: give it once")
+                return None
+            given = given[0] if given else None
+        if given is not None:
+            return str(given)
+        present = [name for name in item.envs if name in self.env]
+        # An empty variable (a template left blank) does not disagree with a set one.
+        found = {name: self.env[name] for name in present if self.env[name] != ""}
+        if len(set(found.values())) > 1:
+            self.refuse(item.name, f"{' and '.join(found)} disagree: set one of them")
+            return None
+        if found:
+            return next(iter(found.values()))
+        return "" if present else item.default
 
-def _listen(raw: str) -> tuple[str, int]:
-    host, sep, port = raw.rpartition(":")
-    if not sep:
-        raise ConfigError(describe("listen_address"), f"{raw!r} is not HOST:PORT")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        number = int(port)
-    except ValueError:
-        raise ConfigError(describe("listen_address"), f"port {port!r} is not a number") from None
-    if not 0 <= number <= 65535:
-        raise ConfigError(describe("listen_address"), f"port {number} is out of range")
-    return (host or "0.0.0.0", number)
-
-
-def _url(name: str, raw: str | None, schemes: tuple[str, ...]) -> str | None:
-    if raw is None or raw == "":
+    def _parse(self, item: Option[Any], given: Any) -> Any:
+        text = self._text(item, given)
+        # Given empty: unset, unless the option has a default (then it is refused as it stands).
+        if text is None or (text == "" and item.default is None):
+            return None
+        try:
+            return item.parse(text, self.env)
+        except Refused as exc:
+            self.refuse(item.name, exc.problem)
+        except ConfigError as exc:
+            self.errors.append(exc)
         return None
-    unencoded = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
-    if ambiguous_authority(raw):
-        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL: {unencoded}")
-    try:
-        parts = urllib.parse.urlsplit(raw)
-        parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError:
-        # The parser's own words may quote part of the password: not repeated.
-        raise ConfigError(describe(name), f"{redact_url(raw)} is not a valid URL (a bad port?): {unencoded}") from None
-    if parts.scheme not in schemes:
-        raise ConfigError(describe(name), f"{redact_url(raw)}: scheme must be one of {', '.join(schemes)}")
-    return raw
 
-
-def _database_url(raw: str | None, env: Mapping[str, str]) -> str | None:
-    """The PostgreSQL URL if asyncpg would accept it (several hosts, sockets, TLS files...)."""
-    if raw is None or raw == "":
+    def check(self, name: str, check: Callable[[], Any]) -> Any:
+        """check(), a ConfigError or Refused kept as a refusal of option `name`."""
+        try:
+            return check()
+        except Refused as exc:
+            self.refuse(name, exc.problem)
+        except ConfigError as exc:
+            self.errors.append(exc)
         return None
-    try:
-        dsn.parse(raw, env)
-    except dsn.InvalidDatabaseUrl as exc:
-        raise ConfigError(describe("database_url"), f"{redact_url(raw)}: {exc.problem}") from None
-    return raw
+
+    def done(self) -> None:
+        if self.errors:
+            raise InvalidSettings(tuple(self.errors))
 
 
-def _read_secret(name: str, path: str) -> str:
-    """A URL from a file, as container platforms hand out secrets: trailing newline ignored.
-    The message names the file, never its content."""
+def read_secret(path: str) -> str:
+    """A one-line value from a file, as container platforms hand out secrets:
+    whitespace around it (a final newline) ignored. Refusals name the file, never its content."""
     try:
         with open(path, encoding="utf-8") as handle:
             content = handle.read()
     except OSError as exc:
-        raise ConfigError(describe(name), f"cannot read {path}: {exc.strerror}") from None
+        raise Refused(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ConfigError(describe(name), f"{path} is not UTF-8 text") from None
-    value = content.rstrip("\r\n")
-    if not value.strip():
-        raise ConfigError(describe(name), f"{path} is empty")
+        raise Refused(f"{path} is not UTF-8 text") from None
+    value = content.strip()
+    if not value:
+        raise Refused(f"{path} is empty")
     if "\n" in value:
-        raise ConfigError(describe(name), f"{path} holds more than one line")
+        raise Refused(f"{path} holds more than one line")
+    if any(char.isspace() for char in value):
+        raise Refused(f"{path}: the URL holds whitespace (spaces inside a URL are written %20)")
     return value
 
 
-def _url_or_file(url_name: str, file_name: str, raw: Callable[[str], str | None]) -> str | None:
-    url, path = raw(url_name), raw(file_name)
-    if url and path:
-        raise ConfigError(describe(url_name), f"give it or {describe(file_name)}, not both")
-    if path:
-        return _read_secret(file_name, path)
-    return url
+def _url_or_file(reading: _Reading, url_name: str, file_name: str) -> str | None:
+    url, path = reading.values[url_name], reading.values[file_name]
+    if path is None:
+        return url  # type: ignore[no-any-return]
+    if url is not None:
+        reading.refuse(url_name, f"give it or {describe(file_name)}, not both")
+        return None
+
+    def from_file() -> str:
+        text = read_secret(path)
+        try:
+            parsed: str = OPTIONS_BY_NAME[url_name].parse(text, reading.env)
+        except Refused as exc:
+            raise Refused(f"{path}: {exc.problem}") from None
+        return parsed
+
+    return reading.check(file_name, from_file)  # type: ignore[no-any-return]
 
 
-def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
-    value = raw.lower()
-    if value not in choices:
-        raise ConfigError(describe(name), f"{raw!r} is not one of {', '.join(choices)}")
-    return value
-
-
-def _signals(
-    raw: str | None, database_url: str | None, redis_url: str | None, backlogs: tuple[Backlog, ...]
-) -> tuple[str, ...]:
-    configured = {Source.POSTGRES: database_url is not None, Source.REDIS: redis_url is not None}
+def _signals(reading: _Reading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...]) -> tuple[str, ...]:
+    given: tuple[str, ...] | None = reading.values["signals"]
     # Declared backlogs read PostgreSQL, after the built-in signals.
     sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
     sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
-    if backlogs and database_url is None:
-        raise ConfigError(describe("database_url"), f"the declared backlogs ({describe('backlogs_file')}) need it")
-    if raw is None:
+    if backlogs and not configured[Source.POSTGRES]:
+        reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
+    if given is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
-            raise ConfigError(describe("database_url"), "no PostgreSQL database or Redis is configured")
+            reading.refuse("database_url", "no PostgreSQL database or Redis is configured")
         return enabled
-    names = [name.strip() for name in raw.split(",") if name.strip()]
-    if not names:
-        raise ConfigError(describe("signals"), "names no signal")
-    for name in names:
+    for name in given:
         if name not in sources:
-            raise ConfigError(describe("signals"), f"unknown signal {name!r} (known: {', '.join(sources)})")
-        source = sources[name]
-        if not configured[source]:
-            needed = "database_url" if source is Source.POSTGRES else "redis_url"
-            raise ConfigError(describe(needed), f"signal {name!r} needs it")
+            reading.refuse("signals", f"unknown signal {name!r} (known: {', '.join(sources)})")
+        elif not configured[sources[name]]:
+            needed = "database_url" if sources[name] is Source.POSTGRES else "redis_url"
+            reading.refuse(needed, f"signal {name!r} needs it")
     # Registry order, whatever order they were given in.
-    return tuple(name for name in sources if name in names)
+    return tuple(name for name in sources if name in given)
+
+
+def _given(reading: _Reading, *names: str) -> bool:
+    refused = {describe(name) for name in names}
+    return any(reading.values[name] is not None for name in names) or any(
+        error.setting in refused for error in reading.errors
+    )
 
 
 def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
-    """Settings from CLI values (None where not given), then the environment, then defaults."""
+    """Settings from CLI values (None where not given), then the environment, then the
+    defaults; InvalidSettings lists every invalid setting."""
+    reading = _Reading(values, env, OPTIONS_BY_NAME)
+    parsed = reading.values
+    ttl, deadline = parsed["ttl"], parsed["deadline"]
+    if ttl is not None and deadline is not None and deadline >= ttl:
+        reading.refuse("deadline", f"must be below the TTL ({deadline:g} >= {ttl:g})")
+    if parsed["idle_close"] is None and ttl is not None:
+        parsed["idle_close"] = IDLE_CLOSE_TTLS * ttl
+    # A URL given but refused counts as configured: not reported a second time as missing.
+    given = {
+        Source.POSTGRES: _given(reading, "database_url", "database_url_file"),
+        Source.REDIS: _given(reading, "redis_url", "redis_url_file"),
+    }
+    parsed["database_url"] = _url_or_file(reading, "database_url", "database_url_file")
+    parsed["redis_url"] = _url_or_file(reading, "redis_url", "redis_url_file")
+    path = parsed["backlogs_file"]
+    backlogs = reading.check("backlogs_file", lambda: load_backlogs(path, describe("backlogs_file"))) if path else ()
+    web_path = parsed["web_config_file"]
+    web = reading.check("web_config_file", lambda: load_web_config(web_path)) if web_path else WebConfig()
+    parsed["signals"] = _signals(reading, given, backlogs or ())
+    reading.done()
+    return Settings(**parsed, backlogs=backlogs, web=web)
 
-    def raw(name: str) -> str | None:
-        option = OPTIONS_BY_NAME[name]
-        given = values.get(name)
-        if given is not None:
-            return str(given)
-        if option.env and option.env in env:
-            return env[option.env]
-        return option.default
 
-    def required(name: str) -> str:
-        value = raw(name)
-        assert value is not None, name  # every option read through here has a default
-        return value
-
-    ttl = _seconds("ttl", required("ttl"))
-    deadline = _seconds("deadline", required("deadline"))
-    if deadline >= ttl:
-        raise ConfigError(describe("deadline"), f"must be below the TTL ({deadline:g} >= {ttl:g})")
-    host, port = _listen(required("listen_address"))
-    database_url = _database_url(_url_or_file("database_url", "database_url_file", raw), env)
-    redis_url = _url("redis_url", _url_or_file("redis_url", "redis_url_file", raw), ("redis", "rediss", "unix"))
-    idle_raw = raw("idle_close")
-    http_cap_raw = raw("http_max_connections")
-    backlogs_file = raw("backlogs_file")
-    backlogs = load_backlogs(backlogs_file, describe("backlogs_file")) if backlogs_file else ()
-    return Settings(
-        listen_host=host,
-        listen_port=port,
-        database_url=database_url,
-        redis_url=redis_url,
-        signals=_signals(raw("signals"), database_url, redis_url, backlogs),
-        ttl=ttl,
-        deadline=deadline,
-        max_connections=_count("max_connections", required("max_connections"), 1, 64),
-        batch_size=_count("batch_size", required("batch_size"), 1, 5000),
-        idle_close=_seconds("idle_close", idle_raw) if idle_raw is not None else 3 * ttl,
-        max_queries=_count("max_queries", required("max_queries"), 1, 10_000_000),
-        pool_mode=PoolMode(_choice("pool_mode", required("pool_mode"), tuple(mode.value for mode in PoolMode))),
-        web_config_file=raw("web_config_file") or None,
-        log_format=_choice("log_format", required("log_format"), ("text", "json")),
-        log_level=_choice("log_level", required("log_level"), ("debug", "info", "warning", "error")),
-        http_max_connections=_count("http_max_connections", http_cap_raw, 16, 1 << 20) if http_cap_raw else None,
-        head_timeout=_seconds("head_timeout", required("head_timeout")),
-        backlogs=backlogs,
-    )
+def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:
+    """Only the named options (e.g. the health check's address and web config), parsed;
+    InvalidSettings lists every invalid one."""
+    reading = _Reading(values, env, names)
+    reading.done()
+    return reading.values

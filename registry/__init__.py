@@ -3,7 +3,7 @@
 Plain frozen data; it imports nothing from the exporter.
 """
 
-from registry.families import BUILTIN, BY_NAME, FAMILIES, META, PROCESS_FAMILIES, extended, families_of
+from registry.families import BUILTIN, BY_NAME, FAMILIES, META, TAIL_FAMILIES, extended, families_of
 from registry.model import Family, MetricType, Registry, RegistryError
 from registry.values import SIGNALS, VERSION
 
@@ -12,8 +12,8 @@ __all__ = [
     "BY_NAME",
     "FAMILIES",
     "META",
-    "PROCESS_FAMILIES",
     "SIGNALS",
+    "TAIL_FAMILIES",
     "VERSION",
     "Family",
     "MetricType",

@@ -10,7 +10,7 @@ from registry.model import Family, RegistryError
 from registry.values import PREFIX
 
 # A backlog's name is a signal name and a label value: short, plain, lower case.
-BACKLOG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+BACKLOG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_BACKLOG_NAME = 40
 
 PENDING_ITEMS = PREFIX + "backlog_pending_items"
@@ -41,7 +41,7 @@ def oldest_part(backlog: str, groups: tuple[str, ...] | None) -> Family:
 
 
 def check_name(backlog: str) -> None:
-    if not BACKLOG_NAME.match(backlog) or len(backlog) > MAX_BACKLOG_NAME:
+    if not BACKLOG_NAME.fullmatch(backlog) or len(backlog) > MAX_BACKLOG_NAME:
         raise RegistryError(PENDING_ITEMS, f"backlog name {backlog!r} is not [a-z][a-z0-9_]* of at most 40 characters")
 
 

@@ -12,6 +12,7 @@ from registry.model import Family, MetricType, Registry, RegistryError, check_un
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
+    FAILURE_REASONS,
     ORIGIN_GROUPS,
     PHASES,
     PREFIX,
@@ -28,6 +29,14 @@ SIGNAL_MEASURED = Family(
     signal=META,
     labels=("signal",),
     combinations=single(SIGNALS),
+)
+SIGNAL_FAILURE = Family(
+    name=PREFIX + "signal_failure_info",
+    help="1 for the reason the signal is unmeasured now; absent while it is measured.",
+    signal=META,
+    labels=("signal", "reason"),
+    combinations=product(SIGNALS, FAILURE_REASONS),
+    sparse=True,
 )
 SIGNAL_LAST_SUCCESS = Family(
     name=PREFIX + "signal_last_success_timestamp_seconds",
@@ -149,8 +158,50 @@ HTTP_CONNECTIONS_SHED = Family(
     type=MetricType.COUNTER,
 )
 
+# The process itself, with the names, types and units of the Prometheus client
+# libraries, so dashboards and rules written for any exporter read them; sampled
+# when a page is sent (exporter.process), absent where /proc cannot be read.
+PROCESS_START_TIME = Family(
+    name="process_start_time_seconds",
+    help="Start time of the process since unix epoch in seconds.",
+    signal=META,
+    sparse=True,
+)
+PROCESS_CPU = Family(
+    name="process_cpu_seconds_total",
+    help="Total user and system CPU time spent in seconds.",
+    signal=META,
+    type=MetricType.COUNTER,
+    sparse=True,
+)
+PROCESS_RESIDENT_MEMORY = Family(
+    name="process_resident_memory_bytes",
+    help="Resident memory size in bytes.",
+    signal=META,
+    sparse=True,
+)
+PROCESS_VIRTUAL_MEMORY = Family(
+    name="process_virtual_memory_bytes",
+    help="Virtual memory size in bytes.",
+    signal=META,
+    sparse=True,
+)
+PROCESS_OPEN_FDS = Family(
+    name="process_open_fds",
+    help="Number of open file descriptors.",
+    signal=META,
+    sparse=True,
+)
+PROCESS_MAX_FDS = Family(
+    name="process_max_fds",
+    help="Maximum number of open file descriptors.",
+    signal=META,
+    sparse=True,
+)
+
 FAMILIES: tuple[Family, ...] = (
     SIGNAL_MEASURED,
+    SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_DURATION,
     DLQ_PENDING,
@@ -168,13 +219,28 @@ FAMILIES: tuple[Family, ...] = (
     BUILD_INFO,
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,
+    PROCESS_CPU,
+    PROCESS_OPEN_FDS,
+    PROCESS_MAX_FDS,
+    PROCESS_VIRTUAL_MEMORY,
+    PROCESS_RESIDENT_MEMORY,
+    PROCESS_START_TIME,
 )
-# Rendered per request after the cached page: they must come last to keep registry order.
-PROCESS_FAMILIES: tuple[Family, ...] = (HTTP_CONNECTIONS, HTTP_CONNECTIONS_SHED)
+CONNECTION_FAMILIES: tuple[Family, ...] = (HTTP_CONNECTIONS, HTTP_CONNECTIONS_SHED)
+PROCESS_FAMILIES: tuple[Family, ...] = (
+    PROCESS_CPU,
+    PROCESS_OPEN_FDS,
+    PROCESS_MAX_FDS,
+    PROCESS_VIRTUAL_MEMORY,
+    PROCESS_RESIDENT_MEMORY,
+    PROCESS_START_TIME,
+)
+# Rendered per response after the cached page: they must come last to keep registry order.
+TAIL_FAMILIES: tuple[Family, ...] = CONNECTION_FAMILIES + PROCESS_FAMILIES
 
 check_unique(FAMILIES)
-if FAMILIES[-len(PROCESS_FAMILIES) :] != PROCESS_FAMILIES:
-    raise RegistryError(PROCESS_FAMILIES[0].name, "the process families must close the registry")
+if FAMILIES[-len(TAIL_FAMILIES) :] != TAIL_FAMILIES:
+    raise RegistryError(TAIL_FAMILIES[0].name, "the per-response families must close the registry")
 
 BY_NAME: dict[str, Family] = {family.name: family for family in FAMILIES}
 
@@ -197,12 +263,16 @@ def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry
     everything = SIGNALS + signals
     per_signal = (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
     builtin = tuple(
-        replace(family, combinations=single(everything)) if family in per_signal else family
+        replace(family, combinations=single(everything))
+        if family in per_signal
+        else replace(family, combinations=product(everything, FAILURE_REASONS))
+        if family is SIGNAL_FAILURE
+        else family
         for family in FAMILIES
-        if family is not BUILD_INFO and family not in PROCESS_FAMILIES
+        if family is not BUILD_INFO and family not in TAIL_FAMILIES
     )
     return Registry(
-        families=(*builtin, *families, BUILD_INFO, *PROCESS_FAMILIES),
+        families=(*builtin, *families, BUILD_INFO, *TAIL_FAMILIES),
         signals=everything,
         meta=META,
     )

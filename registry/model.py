@@ -11,8 +11,17 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# A newline has an escape in the text format; no other control character has one.
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def _has_control(text: str) -> bool:
+    """Control characters break a text line, a table row or a terminal: none is registered."""
+    return _CONTROL.search(text) is not None
+
+
 # Labels that would identify a tenant or a person: never allowed, whatever the family.
 FORBIDDEN_LABELS = frozenset(
     {
@@ -68,16 +77,18 @@ class Family:
     sparse: bool = False
 
     def __post_init__(self) -> None:
-        if not METRIC_NAME.match(self.name) or self.name.startswith("__"):
+        if not METRIC_NAME.fullmatch(self.name) or self.name.startswith("__"):
             raise RegistryError(self.name, "is not a valid metric name")
         if not self.help.strip():
             raise RegistryError(self.name, "needs a help text")
+        if _has_control(self.help):
+            raise RegistryError(self.name, "help text holds a control character (a carriage return, an escape, ...)")
         if (self.type is MetricType.COUNTER) != self.name.endswith("_total"):
             raise RegistryError(self.name, "a counter's name, and only a counter's, ends in _total")
         if len(set(self.labels)) != len(self.labels):
             raise RegistryError(self.name, f"repeats a label in {self.labels}")
         for label in self.labels:
-            if not LABEL_NAME.match(label) or label.startswith("__"):
+            if not LABEL_NAME.fullmatch(label) or label.startswith("__"):
                 raise RegistryError(self.name, f"label {label!r} is not a valid label name")
             if label.lower() in FORBIDDEN_LABELS:
                 raise RegistryError(self.name, f"label {label!r} would identify a tenant or a person")
@@ -88,6 +99,8 @@ class Family:
         for combination in self.combinations:
             if len(combination) != len(self.labels):
                 raise RegistryError(self.name, f"combination {combination} does not match labels {self.labels}")
+            if any(_has_control(value) for value in combination):
+                raise RegistryError(self.name, f"label value in {combination!r} holds a control character")
             for value in combination:
                 if not isinstance(value, str) or not value:
                     raise RegistryError(self.name, f"label value {value!r} must be a non-empty string")

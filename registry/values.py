@@ -48,6 +48,33 @@ DEADLETTER_STREAMS: tuple[str, ...] = (
     "orpycamcp.notification.deadletter",
 )
 
+# Why a signal can be unmeasured: the values of exporter.errors.Reason (a test
+# keeps the two equal; the registry imports nothing from the exporter).
+FAILURE_REASONS: tuple[str, ...] = (
+    "unregistered_family",
+    "unregistered_value",
+    "duplicate_sample",
+    "invalid_value",
+    "contract_violation",
+    "invalid_tenant",
+    "not_configured",
+    "timeout",
+    "scrape_timeout",
+    "statement_timeout",
+    "lock_timeout",
+    "tenant_list_unreadable",
+    "missing_table",
+    "permission_denied",
+    "authentication_failed",
+    "too_many_connections",
+    "connection_error",
+    "sql_error",
+    "transaction_pooler",
+    "missing_group",
+    "redis_error",
+    "internal_error",
+)
+
 # The exporter's version: the single place it is written (pyproject reads it,
 # and build_info's closed `version` label takes exactly this value).
 VERSION = "0.1.0"

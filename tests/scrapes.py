@@ -30,6 +30,13 @@ class Page:
     def measured(self, signal: str) -> float | None:
         return self.get("orpycamcp_signal_measured", signal=signal)
 
+    def failure_reasons(self, signal: str) -> set[str]:
+        """The reasons orpycamcp_signal_failure_info gives for `signal` (none while it is measured)."""
+        series = self.family("orpycamcp_signal_failure_info")
+        return {
+            dict(labels)["reason"] for labels, value in series.items() if dict(labels)["signal"] == signal and value
+        }
+
     def series_of(self, prefix: str) -> list[Key]:
         return [key for key in self.values if key[0].startswith(prefix)]
 

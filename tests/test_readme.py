@@ -1,6 +1,6 @@
-"""The README and the runbook show the registry, the options and the failure
-reasons exactly as the code has them, and the README's configuration examples
-are valid."""
+"""The README and the pages of docs/ show the registry, the options and the
+failure reasons exactly as the code has them (`python -m devkit.doctables`
+rewrites them), and their configuration examples are valid."""
 
 from __future__ import annotations
 
@@ -8,33 +8,36 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
+from devkit.doctables import TABLES, GeneratedTable, current, declared_metrics_table
 from devkit.tools import tool
-from exporter.backlogs import load_backlogs
-from exporter.service import catalog_of
-from exporter.tools.reference import metrics_table, options_table, reasons_table
+from exporter.settings import OPTIONS
+from registry import BUILTIN
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-RUNBOOK = ROOT / "docs" / "runbook.md"
+SHARDING = ROOT / "docs" / "sharding.md"
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
 
 
-def _between(text: str, name: str) -> str:
-    start = f"<!-- {name}:start -->\n"
-    end = f"<!-- {name}:end -->"
-    assert start in text, f"the {name} start marker is missing"
-    assert end in text, f"the {name} end marker is missing"
-    return text.split(start, 1)[1].split(end, 1)[0]
+@pytest.mark.parametrize("table", TABLES, ids=lambda table: table.marker)
+def test_generated_table_is_up_to_date(table: GeneratedTable) -> None:
+    assert current(table) == table.generate(), (
+        f"{table.page.relative_to(ROOT)} differs from its generated {table.marker}: run python -m devkit.doctables"
+    )
 
 
-def test_metrics_table_matches_the_registry() -> None:
-    assert _between(README.read_text(), "metrics-table") == metrics_table()
-
-
-def test_options_table_matches_the_settings() -> None:
-    assert _between(README.read_text(), "options-table") == options_table()
+def test_generated_tables_name_every_family_and_option() -> None:
+    """The generators leave nothing out: one row per family, per option."""
+    pages = {table.marker: current(table) for table in TABLES}
+    for family in BUILTIN.families:
+        assert f"| `{family.name}` |" in pages["metrics-table"]
+    for option in OPTIONS:
+        assert f"| `{option.flag}` |" in pages["options-table"]
 
 
 def test_readme_opens_with_the_two_commands() -> None:
@@ -43,20 +46,15 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert head.splitlines()[1].startswith("scripts/test")
 
 
-def test_runbook_explains_every_reason() -> None:
-    assert _between(RUNBOOK.read_text(), "reasons-table") == reasons_table()
-
-
-def test_declared_metrics_table_matches_the_example_backlogs() -> None:
-    backlogs = load_backlogs(str(ROOT / "deploy" / "backlogs.example.yml"), "--backlogs.config-file")
-    table = metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs}).splitlines()
-    declared = [row for row in table[2:] if row.startswith("| `orpycamcp_backlog_")]
-    assert len(declared) == 4
-    assert _between(README.read_text(), "declared-metrics-table") == "\n".join([*table[:2], *declared]) + "\n"
+def test_declared_metrics_table_has_two_families_per_example_backlog() -> None:
+    """The example declares two backlogs; each adds a pending and an oldest-pending family row."""
+    rows = declared_metrics_table().splitlines()[2:]
+    assert len(rows) == 4
+    assert {row.split(" | ")[2] for row in rows} == {"kyc_dead_letters", "outbox"}
 
 
 def _sharded_blocks(language: str) -> list[str]:
-    section = README.read_text().split("## Sharded platforms\n", 1)[1].split("\n## ", 1)[0]
+    section = SHARDING.read_text().split("## Scrape configuration\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
 
 
@@ -77,11 +75,31 @@ def test_sharded_scrape_configurations_pass_promtool(tmp_path: Path) -> None:
             assert static["labels"]["cluster"]
         for sd in job.get("file_sd_configs", []):
             sd["files"] = [str(sd_folder / "*.json")]
-        config["rule_files"] = [str(README.parent / "alerts" / "orpycamcp.rules.yml")]
-        path = tmp_path / f"prometheus-{number}.yml"
-        path.write_text(yaml.safe_dump(config))
-        result = subprocess.run(
-            [tool("promtool"), "check", "config", str(path)], capture_output=True, text=True, timeout=120, check=False
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "SUCCESS" in result.stdout
+        _assert_promtool_accepts(config, tmp_path / f"prometheus-{number}.yml")
+
+
+def _assert_promtool_accepts(config: dict[str, Any], path: Path) -> None:
+    """`promtool check config` accepts the configuration, with the shipped rules in place of its rule files."""
+    config["rule_files"] = [str(ROOT / "alerts" / "orpycamcp.rules.yml")]
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [tool("promtool"), "check", "config", str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.parametrize("page", [README, DEPLOYMENT], ids=lambda page: page.name)
+def test_scrape_configuration_passes_promtool(page: Path, tmp_path: Path) -> None:
+    """The scrape configuration a reader copies names the job the rules select, with a timeout below the interval."""
+    blocks = [
+        block
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)
+        if "scrape_configs" in block
+    ]
+    assert len(blocks) == 1, f"{page.name} should show one scrape configuration"
+    config = yaml.safe_load(blocks[0])
+    (job,) = config["scrape_configs"]
+    assert job["job_name"] == "orpycamcp-exporter"
+    assert int(job["scrape_timeout"].rstrip("s")) < int(job["scrape_interval"].rstrip("s"))
+    _assert_promtool_accepts(config, tmp_path / "prometheus.yml")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from exporter.errors import Reason
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.samples import Sample
-from registry import PROCESS_FAMILIES, VERSION, Registry
+from registry import TAIL_FAMILIES, VERSION, Registry
 from registry.families import (
     BUILD_INFO,
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,
     SIGNAL_DURATION,
+    SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_MEASURED,
 )
@@ -42,6 +44,9 @@ def assemble(
         known = outcome or last.get(signal)
         measured = outcome is not None and outcome.samples is not None
         by_family[SIGNAL_MEASURED.name, meta_key].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
+        if not measured:
+            reason = outcome.failure.reason if outcome is not None and outcome.failure else Reason.SCRAPE_TIMEOUT
+            by_family[SIGNAL_FAILURE.name, meta_key].append(Sample(SIGNAL_FAILURE.name, (signal, reason.value), 1))
         if known is not None and known.last_success is not None:
             by_family[SIGNAL_LAST_SUCCESS.name, meta_key].append(
                 Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success)
@@ -57,12 +62,12 @@ def assemble(
     return [
         FamilySamples(family, by_family[family.name, family.signal])
         for family in registry.families
-        if family not in PROCESS_FAMILIES
+        if family not in TAIL_FAMILIES
     ]
 
 
 def assemble_connections(open_now: int, shed: int) -> list[FamilySamples]:
-    """The HTTP server's families, which close the page (see registry.PROCESS_FAMILIES)."""
+    """The HTTP server's families, which close the page (see registry.TAIL_FAMILIES)."""
     return [
         FamilySamples(HTTP_CONNECTIONS, [Sample(HTTP_CONNECTIONS.name, (), open_now)]),
         FamilySamples(HTTP_CONNECTIONS_SHED, [Sample(HTTP_CONNECTIONS_SHED.name, (), shed)]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 from collections.abc import Mapping
 
@@ -14,11 +15,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from exporter.http.reload import WebConfigSource
 
-# Compared against when the user is unknown, so timing does not tell users apart;
-# the password it hashes must never let anyone in.
-PLACEHOLDER_PASSWORD = "orpycamcp-exporter"  # noqa: S105 -- public on purpose, refused for every user
-_PLACEHOLDER_HASH = bcrypt.hashpw(PLACEHOLDER_PASSWORD.encode(), bcrypt.gensalt(rounds=10))
+# The password behind the placeholder hash: public on purpose, refused for every user.
+PLACEHOLDER_PASSWORD = "orpycamcp-exporter"  # noqa: S105
 _CACHE_LIMIT = 128
+
+
+@functools.cache
+def _placeholder_hash(rounds: int) -> bytes:
+    """Checked against when the user is unknown, at the cost of the configured
+    hashes, so the time of an answer does not tell which users exist."""
+    return bcrypt.hashpw(PLACEHOLDER_PASSWORD.encode(), bcrypt.gensalt(rounds=rounds))
+
+
+def _cost(users: Mapping[str, bytes]) -> int:
+    # A bcrypt hash reads $2b$NN$...: NN is the cost, from 4 to 31 (webconfig checks the form).
+    return max((int(hashed[4:6]) for hashed in users.values()), default=10)
 
 
 def credentials(headers: list[tuple[bytes, bytes]]) -> tuple[str, str] | None:
@@ -59,7 +70,11 @@ class BasicAuth:
         if known is not None:
             return known
         hashed = users.get(user)
-        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed or _PLACEHOLDER_HASH)
+        if hashed is None:
+            hashed_or_placeholder = await anyio.to_thread.run_sync(_placeholder_hash, _cost(users))
+        else:
+            hashed_or_placeholder = hashed
+        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed_or_placeholder)
         ok = ok and hashed is not None
         if users is not self._of:  # reloaded while bcrypt ran: answered, not remembered
             return ok

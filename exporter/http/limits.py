@@ -17,7 +17,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from exporter.http.connections import ConnectionBook
 
-HEAD_TIMEOUT_SECONDS = 5.0
 MAX_HEAD_BYTES = 16 * 1024
 
 
@@ -26,7 +25,7 @@ class RequestHeadTooLarge(httptools.HttpParserError):
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    head_timeout = HEAD_TIMEOUT_SECONDS
+    head_timeout: float  # set by bounded_protocol, from --web.request-head-timeout
     max_head_bytes = MAX_HEAD_BYTES
     book: ConnectionBook | None = None
 
@@ -95,8 +94,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
 
-def bounded_protocol(book: ConnectionBook, head_timeout: float) -> type[BoundedHttpToolsProtocol]:
-    """The protocol class for one server: its book and its head time limit."""
+def bounded_protocol(book: ConnectionBook | None, head_timeout: float) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class for one server: its book (None: connections not counted) and its head time limit."""
 
     class Protocol(BoundedHttpToolsProtocol):
         pass

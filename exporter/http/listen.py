@@ -1,13 +1,21 @@
 """The listening socket, bound before anything else starts, so an address
 already in use is one clear line and exit 2 (and the demo finds out before
-it starts its servers)."""
+it starts its servers).
+
+An empty host listens on every interface, IPv4 and IPv6: one IPv6 socket that
+also accepts IPv4 (IPV6_V6ONLY off), or IPv4 alone where the host has no IPv6.
+"""
 
 from __future__ import annotations
 
 import errno
 import socket
+from typing import Any
 
 from exporter.errors import ListenError
+from exporter.options import Refused
+
+EVERY_INTERFACE = ""
 
 
 def show_address(host: str, port: int) -> str:
@@ -15,15 +23,37 @@ def show_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def resolve(host: str, port: int) -> tuple[Any, ...]:
+    """What binding `host` means: getaddrinfo's first answer, or Refused naming the host.
+    `check-config` and `serve` both go through here, so they refuse the same hosts."""
+    if host == EVERY_INTERFACE:
+        return (socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::", port))
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise Refused(f"cannot resolve the host {host!r}: {exc.strerror}") from None
+
+
+def _every_interface() -> socket.socket:
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:  # no IPv6 on this host
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    return sock
+
+
 def bind(host: str, port: int) -> socket.socket:
     address = show_address(host, port)
     try:
-        family, kind, proto, _, where = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        raise ListenError(address, f"cannot resolve the host: {exc.strerror}") from None
-    sock = socket.socket(family, kind, proto)
+        family, kind, proto, _, where = resolve(host, port)
+    except Refused as exc:
+        raise ListenError(address, exc.problem) from None
+    if host == EVERY_INTERFACE:
+        sock = _every_interface()
+        where = ("::", port) if sock.family == socket.AF_INET6 else ("0.0.0.0", port)
+    else:
+        sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(where)
@@ -33,3 +63,13 @@ def bind(host: str, port: int) -> socket.socket:
         raise ListenError(address, problem) from None
     sock.set_inheritable(True)
     return sock
+
+
+def listening_on(sock: socket.socket) -> str:
+    """Where a bound socket listens, as the start-up line says it."""
+    host, port = sock.getsockname()[:2]
+    if sock.family == socket.AF_INET6 and host == "::" and not sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY):
+        return f":{port} (every interface, IPv4 and IPv6)"
+    if host in ("0.0.0.0", "::"):
+        return f"{show_address(host, port)} (every {'IPv4' if host == '0.0.0.0' else 'IPv6'} interface)"
+    return show_address(host, port)

@@ -19,10 +19,11 @@ from starlette.types import ASGIApp
 from exporter.http.app import create_app
 from exporter.http.connections import ConnectionBook
 from exporter.http.fdlimit import connection_cap, raise_fd_limit
-from exporter.http.limits import BoundedHttpToolsProtocol, bounded_protocol
-from exporter.http.listen import bind, show_address
+from exporter.http.limits import bounded_protocol
+from exporter.http.listen import bind, listening_on
 from exporter.http.reload import ReloadingWebConfig, StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import TlsConfig, WebConfig
+from exporter.process import ProcessTail
 from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import Settings
@@ -54,7 +55,7 @@ def uvicorn_config(
     web: WebConfig | WebConfigSource,
     book: ConnectionBook | None = None,
 ) -> uvicorn.Config:
-    protocol = bounded_protocol(book, settings.head_timeout) if book is not None else BoundedHttpToolsProtocol
+    protocol = bounded_protocol(book, settings.head_timeout)
     options: dict[str, Any] = dict(
         host=settings.listen_host,
         port=settings.listen_port,
@@ -76,7 +77,14 @@ def uvicorn_config(
         backlog=4096,
     )
     source = web if not isinstance(web, WebConfig) else StaticWebConfig(web)
-    app = create_app(exporter, source, book.tail if book is not None else None)
+    process = ProcessTail()
+    connections = book.tail if book is not None else bytes
+
+    def tail() -> bytes:
+        # Registry order: the connection families, then the process families.
+        return connections() + process.tail()
+
+    app = create_app(exporter, source, tail)
     current = source.current()
     if current.tls is None:
         return uvicorn.Config(app, **options)
@@ -85,8 +93,9 @@ def uvicorn_config(
     return TlsUvicornConfig(app, tls=tls, context=make_context, **options)
 
 
-def serve(settings: Settings, web: WebConfig, listener: socket.socket | None = None) -> int:
+def serve(settings: Settings, listener: socket.socket | None = None) -> int:
     """Serve until a signal stops it; raises ListenError when the address cannot be bound."""
+    web = settings.web
     listener = listener or bind(settings.listen_host, settings.listen_port)
     budget = raise_fd_limit()
     book = ConnectionBook(connection_cap(budget, settings.max_connections, settings.http_max_connections))
@@ -96,9 +105,8 @@ def serve(settings: Settings, web: WebConfig, listener: socket.socket | None = N
     exporter = build_exporter(settings)
     server = uvicorn.Server(uvicorn_config(settings, exporter, source, book))
     log.info(
-        "serving signals %s on %s (ttl %gs, deadline %gs, at most %d connections, request heads within %gs)",
-        ",".join(settings.signals),
-        show_address(settings.listen_host, settings.listen_port),
+        "serving %s (ttl %gs, deadline %gs, at most %d connections, request heads within %gs)",
+        settings.summary(listening_on(listener)),
         settings.ttl,
         settings.deadline,
         book.cap,

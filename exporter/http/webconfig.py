@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exporter.errors import ConfigError
+from exporter.yamlfile import YamlError, parse_yaml, read_capped
 
 SETTING = "--web.config.file"
 
@@ -35,6 +34,18 @@ TLS_KEYS = {"cert_file", "key_file", "client_ca_file", "client_auth_type", "min_
 HTTP_KEYS = {"headers", "http2"}
 TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config"}
 BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+
+
+def _is_bcrypt(hashed: str) -> bool:
+    """$2b$NN$ and 53 characters of salt and hash, NN the cost from 04 to 31."""
+    cost = hashed[4:6]
+    return (
+        hashed.startswith(BCRYPT_PREFIXES)
+        and len(hashed) == 60
+        and cost.isdigit()
+        and 4 <= int(cost) <= 31
+        and hashed[6] == "$"
+    )
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ def _users(section: Any) -> dict[str, bytes]:
     for user, hashed in section.items():
         if not isinstance(user, str) or not user or ":" in user:
             raise _problem(f"basic_auth_users: invalid user name {user!r}")
-        if not isinstance(hashed, str) or not hashed.startswith(BCRYPT_PREFIXES) or len(hashed) != 60:
+        if not isinstance(hashed, str) or not _is_bcrypt(hashed):
             # The hash itself is never echoed back.
             raise _problem(f"basic_auth_users: the password of {user!r} is not a bcrypt hash")
         users[user] = hashed.encode("ascii")
@@ -142,11 +153,12 @@ def _users(section: Any) -> dict[str, bytes]:
 def load_web_config(path: str) -> WebConfig:
     file = Path(path)
     try:
-        document = yaml.safe_load(file.read_text()) if file.stat().st_size else {}
+        text = read_capped(path)
+        document = parse_yaml(text) if text.strip() else {}
     except OSError as exc:
         raise _problem(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise _problem(f"{path} is not valid YAML: {exc}") from None
+    except (UnicodeDecodeError, YamlError) as exc:
+        raise _problem(f"{path}: {exc}") from None
     top = _mapping(document, path, TOP_KEYS)
     base = file.resolve().parent
     http = _mapping(top.get("http_server_config"), "http_server_config", HTTP_KEYS)

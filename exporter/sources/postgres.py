@@ -41,7 +41,7 @@ import itertools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import asyncpg
@@ -89,15 +89,17 @@ class PoolMode(StrEnum):
     TRANSACTION = "transaction"  # nothing: a transaction pooler
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PostgresSettings:
-    url: str
-    max_connections: int = 2
-    batch_size: int = 250
-    idle_close_seconds: float = 90.0
-    max_queries_per_connection: int = 50_000
+    """Built from the options that feed it (exporter.settings), which hold every default."""
+
+    url: str = field(repr=False)  # it may hold the password
+    max_connections: int
+    batch_size: int
+    idle_close_seconds: float
+    max_queries_per_connection: int
+    pool_mode: PoolMode
     application_name: str = "orpycamcp-exporter"
-    pool_mode: PoolMode = PoolMode.SESSION
 
 
 def milliseconds(seconds: float) -> str:

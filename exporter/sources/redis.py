@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio
 import redis.exceptions
@@ -21,7 +21,7 @@ from exporter.timeouts import Timeouts
 
 @dataclass(frozen=True)
 class RedisSettings:
-    url: str
+    url: str = field(repr=False)  # it may hold the password
     client_name: str = "orpycamcp-exporter"
 
 

@@ -15,7 +15,6 @@ import redis.asyncio
 
 from exporter import logs
 from exporter.contract import sql
-from exporter.http.webconfig import WebConfig
 from exporter.settings import load
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -84,7 +83,7 @@ def run_demo(values: Mapping[str, Any]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return serve(settings, WebConfig(), listener)
+        return serve(settings, listener)
     except ServerUnavailable as exc:
         print(f"orpycamcp-exporter demo: {exc}", file=sys.stderr)
         return 1

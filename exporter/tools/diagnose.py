@@ -12,6 +12,7 @@ from collections.abc import Callable
 from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
+from exporter.printable import printable
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
 from exporter.signals import Signal
@@ -137,8 +138,14 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
             say(f"     hint: index the pending rows: {suggested_index(backlog, table)}")
 
 
+def _escaped(say: Callable[[str], None]) -> Callable[[str], None]:
+    """Tenant slugs and server error texts reach these lines: none may forge another."""
+    return lambda line: say(printable(line))
+
+
 async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
+    say = _escaped(say)
     timeouts = timeouts_of(settings)
     catalog = catalog_of(settings.backlogs)
     sources = build_sources(settings)

@@ -4,8 +4,10 @@ Probes `/-/healthy` where the exporter really listens, with its scheme. The
 settings are the serving process's own: its command line (read from
 /proc/1/cmdline when that process is the exporter, which it is in the image),
 then the environment, then the defaults, exactly as `serve` reads them; flags
-given to `healthcheck` itself win. Exit 0 when healthy, 1 when not or when the
-settings are invalid (Docker reserves exit 2).
+given to `healthcheck` itself win. Only the options the probe needs are read
+(the listen address and the web configuration): a database URL is not needed.
+Exit 0 when healthy, 1 when not or when the settings are invalid (Docker
+reserves exit 2).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.errors import ConfigError
+from exporter.arguments import build_parser, option_values, with_command
+from exporter.errors import ConfigError, InvalidSettings
 from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.settings import OPTIONS, load
+from exporter.settings import ListenAddress, load_some
 
 PATH = "/-/healthy"
+# The options the probe reads.
+PROBED = ("listen_address", "web_config_file")
 # Below Docker's default health check timeout (30 s) and the image's (5 s).
 TIMEOUT_SECONDS = 3.0
 MAIN_PROCESS = Path("/proc/1/cmdline")
@@ -72,20 +77,17 @@ def serve_arguments(cmdline: bytes) -> list[str] | None:
 
 def main_process_values(cmdline_file: Path = MAIN_PROCESS) -> dict[str, Any]:
     """The option values on the serving process's command line ({} if it is not the exporter)."""
-    from exporter.cli import COMMANDS, build_parser
-
     try:
         arguments = serve_arguments(cmdline_file.read_bytes())
     except OSError:
         return {}
     if arguments is None:
         return {}
-    if not arguments or arguments[0] not in COMMANDS:
-        arguments.insert(0, "serve")
+    arguments = with_command(arguments)
     if arguments[0] != "serve":
         return {}
     parsed, _unknown = build_parser().parse_known_args(arguments)
-    return {option.name: getattr(parsed, option.name, None) for option in OPTIONS}
+    return option_values(parsed)
 
 
 def probe_host(listen_host: str) -> str:
@@ -104,11 +106,12 @@ def probe_host(listen_host: str) -> str:
 def plan(values: Mapping[str, Any], env: Mapping[str, str], cmdline_file: Path = MAIN_PROCESS) -> Probe:
     """The probe for the serving process's settings; ConfigError if they are invalid."""
     given = {name: value for name, value in values.items() if value is not None}
-    settings = load(main_process_values(cmdline_file) | given, env)
-    web = load_web_config(settings.web_config_file) if settings.web_config_file else WebConfig()
+    settings = load_some(main_process_values(cmdline_file) | given, env, PROBED)
+    listen: ListenAddress = settings["listen_address"]
+    web = load_web_config(settings["web_config_file"]) if settings["web_config_file"] else WebConfig()
     return Probe(
-        host=probe_host(settings.listen_host),
-        port=settings.listen_port,
+        host=probe_host(listen.host),
+        port=listen.port,
         tls=web.tls is not None,
         basic_auth=bool(web.basic_auth_users),
         client_certificate_required=web.tls is not None and web.tls.client_auth == ssl.CERT_REQUIRED,
@@ -160,7 +163,8 @@ def healthcheck(values: Mapping[str, Any], env: Mapping[str, str]) -> int:
     try:
         probe = plan(values, env)
     except ConfigError as exc:
-        print(f"{CONSOLE_SCRIPT} healthcheck: {exc}", file=sys.stderr)
+        for error in exc.errors if isinstance(exc, InvalidSettings) else (exc,):
+            print(f"{CONSOLE_SCRIPT} healthcheck: {error}", file=sys.stderr)
         return 1
     verdict = check(probe)
     print(("healthy: " if verdict.healthy else "unhealthy: ") + verdict.detail)

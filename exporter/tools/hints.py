@@ -22,6 +22,9 @@ HINTS: dict[Reason, str] = {
     Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
     Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
     " or raise the deadline (below the TTL)",
+    Reason.SCRAPE_TIMEOUT: "the measurement had not finished when the scrape's own timeout ran out"
+    " (X-Prometheus-Scrape-Timeout-Seconds less 0.5 s); it goes on and serves the next scrape: give the job"
+    " a scrape_timeout above --deadline",
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
     f" ({PG_LOCKS}) or raise --deadline",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",

@@ -1,5 +1,6 @@
-"""The registry and the options as markdown tables: the README shows exactly
-these (a test keeps them equal), and `orpycamcp-exporter metrics` prints them."""
+"""The registry, the options and the failure reasons as markdown tables: the
+README and docs/ show exactly these (`python -m devkit.doctables` writes them,
+a test keeps them equal), and `orpycamcp-exporter metrics` prints the registry."""
 
 from __future__ import annotations
 
@@ -49,11 +50,13 @@ def _product_size(combinations: tuple[tuple[str, ...], ...]) -> int:
 
 
 def options_table() -> str:
-    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    """Every option as declared (docs/configuration.md shows it): the environment
+    variable of the rule first, then the other names also read."""
+    rows = ["| flag | environment | default | accepts | meaning |", "|---|---|---|---|---|"]
     for option in OPTIONS:
-        default = f"`{option.default}`" if option.default is not None else "–"
-        env = f"`{option.env}`" if option.env else "–"
-        rows.append(f"| `{option.flag}` | {env} | {default} | {option.help} |")
+        default = f"`{option.default}`" if option.default is not None else option.default_doc or "–"
+        env = f"`{option.env}`" + "".join(f"<br>also `{alias}`" for alias in option.aliases)
+        rows.append(f"| `{option.flag}` | {env} | {default} | {option.parse.kind} | {option.help} |")
     return "\n".join(rows) + "\n"
 
 

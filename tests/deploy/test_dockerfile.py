@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from devkit.process import exporter_process
 from devkit.servers import free_port
-from exporter.cli import build_parser
+from exporter.arguments import build_parser
 from exporter.http.app import create_app
 from exporter.http.middleware import ProxyBarrier
 from exporter.settings import DEFAULT_PORT

@@ -178,7 +178,7 @@ def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
         load({"database_url": DB, "signals": "kyc"}, {})
     with pytest.raises(ConfigError, match="need it"):
         load({"redis_url": "redis://h", "backlogs_file": str(path)}, {})
-    with pytest.raises(BacklogConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="cannot read"):
         load({"database_url": DB, "backlogs_file": str(tmp_path / "missing.yml")}, {})
 
 

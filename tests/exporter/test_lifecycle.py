@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 from exporter.errors import Closed
+from exporter.settings import load
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
@@ -64,7 +65,8 @@ async def test_the_replay_lag_reader_closes_with_the_exporter(platform: Platform
 
 async def test_a_closed_postgres_reader_never_connects_again(platform: Platform) -> None:
     await platform.add_tenant("acme")
-    postgres = Postgres(PostgresSettings(url=platform.exporter_url), Timeouts(deadline=5))
+    settings = load({"database_url": platform.exporter_url, "deadline": 5}, {})
+    postgres = Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=5))
     assert await postgres.active_tenant_slugs() == ["acme"]
     assert await platform.exporter_sessions() == 1
     await postgres.close()

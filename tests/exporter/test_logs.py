@@ -49,4 +49,4 @@ def test_startup_line_names_the_signals(tmp_path: Path, log_format: str) -> None
     args = ["--database-url", "postgresql://u:p@127.0.0.1:9/db", "--log-format", log_format]
     with exporter_process(args, tmp_path) as process:
         text = process.log()
-    assert "serving signals dlq,preservation,audit_chain" in text
+    assert f"serving signals dlq,preservation,audit_chain on 127.0.0.1:{process.port}, TLS off, basic auth off" in text

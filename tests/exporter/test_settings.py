@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from exporter.errors import ConfigError
+from exporter.errors import ConfigError, InvalidSettings
 from exporter.settings import load, redact_url
 from exporter.sources.postgres import PoolMode
 
@@ -15,7 +18,7 @@ DB = "postgresql://u:secret@db:5432/platform"
 
 def test_defaults() -> None:
     settings = load({"database_url": DB}, {})
-    assert (settings.listen_host, settings.listen_port) == ("0.0.0.0", 9874)
+    assert (settings.listen_host, settings.listen_port) == ("", 9874)
     assert settings.signals == ("dlq", "preservation", "audit_chain")
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
     assert settings.max_connections == 2
@@ -193,7 +196,7 @@ def test_database_urls_asyncpg_accepts_are_accepted(url: str) -> None:
 def test_database_urls_asyncpg_refuses_are_refused_with_the_reason(url: str, reason: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load({"database_url": url}, {})
-    assert raised.value.setting == "--database-url (DATABASE_URL)"
+    assert raised.value.setting == "--database-url (ORPYCAMCP_DATABASE_URL)"
     assert reason in str(raised.value)
     assert "secret" not in str(raised.value)
     assert "cret" not in str(raised.value).replace("--", "")
@@ -224,9 +227,9 @@ def test_urls_from_files_trailing_newline_ignored(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("values", "env", "setting", "reason"),
     [
-        ({"database_url": DB, "database_url_file": "F"}, {}, "--database-url (DATABASE_URL)", "not both"),
-        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database-url (DATABASE_URL)", "not both"),
-        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis-url (REDIS_URL)", "not both"),
+        ({"database_url": DB, "database_url_file": "F"}, {}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis-url (ORPYCAMCP_REDIS_URL)", "not both"),
         ({"database_url_file": "MISSING"}, {}, "--database-url-file", "cannot read MISSING: No such file"),
         ({"database_url_file": "EMPTY"}, {}, "--database-url-file", "EMPTY is empty"),
         ({"redis_url_file": "MISSING"}, {"DATABASE_URL": DB}, "--redis-url-file", "cannot read MISSING"),
@@ -270,3 +273,128 @@ def test_an_unreadable_url_file_exits_2_naming_the_file_not_its_content(tmp_path
     assert done.returncode == 2
     assert "host 1: the port is not a number" in done.stderr
     assert "content-secret" not in done.stderr
+
+
+# --- every refusal at once, the same for check-config and serve --------------------------------------------
+
+
+def exporter(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"} | (env or {}),
+    )
+
+
+def test_every_invalid_setting_is_reported_at_once() -> None:
+    values = {
+        "ttl": "0",
+        "deadline": "soon",
+        "max_connections": "99",
+        "batch_size": "x",
+        "pool_mode": "statement",
+        "log_level": "loud",
+        "signals": "dlq,bogus",
+        "listen_address": "9874",
+    }
+    with pytest.raises(InvalidSettings) as raised:
+        load({"database_url": "postgresql://u:secret@h:bad/db", **values}, {"ORPYCAMCP_WEB_MAX_CONNECTIONS": "3"})
+    settings = [error.setting.split(" ", 1)[0] for error in raised.value.errors]
+    assert sorted(settings) == sorted(
+        [
+            "--ttl",
+            "--deadline",
+            "--database.max-connections",
+            "--database.batch-size",
+            "--database.pool-mode",
+            "--log-level",
+            "--signals",
+            "--web.listen-address",
+            "--database-url",
+            "--web.max-connections",
+        ]
+    )
+    lines = str(raised.value).splitlines()
+    assert len(lines) == len(settings)
+    assert all(line.startswith("invalid setting --") for line in lines)
+    assert "secret" not in str(raised.value)
+
+
+def test_a_url_refused_is_not_also_reported_missing() -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        load({"database_url": "mysql://x"}, {})
+    assert [error.setting for error in raised.value.errors] == ["--database-url (ORPYCAMCP_DATABASE_URL)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "needle"),
+    [
+        (["--web.listen-address", "127.0.0.1:9874", "--web.listen-address", "127.0.0.1:9875"], {}, "give it once"),
+        (["--web.listen-address", "127.0.0.1:9874,127.0.0.1:9875"], {}, "give one HOST:PORT"),
+        # With the URL the test adds: given twice, and neither value (nor its password) repeated.
+        (["--database-url", DB], {}, "--database-url (ORPYCAMCP_DATABASE_URL): given 2 times: give it once"),
+        (["--web.listen-address", "exporter.invalid:9874"], {}, "cannot resolve the host 'exporter.invalid'"),
+        ([], {"ORPYCAMCP_DATABASE_URL_FILE": "SPACED"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): SPACED"),
+        ([], {"DATABASE_URL_FILE": "BADPORT"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): BADPORT"),
+        (["--ttl", "5", "--deadline", "9", "--log-level", "loud"], {}, "--log-level"),
+    ],
+)
+def test_check_config_refuses_exactly_what_serve_refuses(
+    tmp_path: Path, args: list[str], env: dict[str, str], needle: str
+) -> None:
+    (tmp_path / "SPACED").write_text("postgresql://u:secret@h/plat form\n")
+    (tmp_path / "BADPORT").write_text("postgresql://u:secret@h:bad/db\n")
+    env = {name: str(tmp_path / value) for name, value in env.items()}
+    if not env:
+        args = [*args, "--database-url", DB]
+    checked = exporter("check-config", *args, env=env)
+    served = exporter("serve", *args, env=env)
+    assert (checked.returncode, served.returncode) == (2, 2)
+    assert checked.stderr == served.stderr
+    assert needle.replace("SPACED", str(tmp_path / "SPACED")).replace("BADPORT", str(tmp_path / "BADPORT")) in (
+        checked.stderr
+    )
+    assert "secret" not in checked.stderr
+    assert checked.stdout == served.stdout == ""
+
+
+def test_check_config_lists_every_refusal_one_line_each() -> None:
+    done = exporter("check-config", "--ttl", "0", "--deadline", "x", "--signals", "nope", "--database-url", DB)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 3
+    assert sorted(line.split(" ")[3] for line in lines) == ["--deadline", "--signals", "--ttl"]
+
+
+def test_start_up_errors_follow_the_log_format() -> None:
+    done = exporter("--log-format", "json", "--ttl", "0", "--deadline", "x", "--database-url", DB)
+    assert done.returncode == 2
+    entries = [json.loads(line) for line in done.stderr.splitlines()]
+    assert len(entries) == 2
+    assert all(entry["level"] == "error" and entry["msg"].startswith("invalid setting --") for entry in entries)
+    assert {entry["msg"].split(" ")[2] for entry in entries} == {"--ttl", "--deadline"}
+    # The log format itself invalid: plain lines.
+    done = exporter("--log-format", "yaml", "--ttl", "0", "--database-url", DB)
+    assert done.returncode == 2
+    assert all(line.startswith("orpycamcp-exporter: invalid setting --") for line in done.stderr.splitlines())
+
+
+def test_a_url_file_is_read_without_the_whitespace_around_it(tmp_path: Path) -> None:
+    (tmp_path / "db").write_text("  " + DB + "  \n\n")
+    settings = load({"database_url_file": str(tmp_path / "db")}, {})
+    assert settings.database_url == DB
+    assert urllib.parse.urlsplit(settings.database_url).path == "/platform"
+
+
+def test_an_address_in_use_is_a_json_line_under_json_logs() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = exporter("--log-format", "json", "--web.listen-address", address, "--database-url", DB)
+    assert done.returncode == 2
+    (entry,) = [json.loads(line) for line in done.stderr.splitlines()]
+    assert entry["level"] == "error"
+    assert entry["msg"].startswith(f"cannot listen on {address}: the address is already in use")

@@ -63,11 +63,13 @@ def assert_page(
     for signal in enabled:
         if signal in down:
             assert page.measured(signal) == 0, f"{signal} should be unmeasured"
+            assert len(page.failure_reasons(signal)) == 1, f"{signal} is unmeasured: the page says why, once"
             assert value_series(page, PREFIXES[signal]) == [], f"{signal} is unmeasured but has value series"
             if kept is not None:
                 assert page.get(LAST_SUCCESS, signal=signal) == kept[signal], f"{signal}: last success not kept"
         else:
             assert page.measured(signal) == 1, f"{signal} should stay measured while only {sorted(down)} fail"
+            assert page.failure_reasons(signal) == set(), f"{signal} is measured: no failure reason"
 
 
 def reasons(caplog: pytest.LogCaptureFixture, signal: str | None = None) -> set[str]:

@@ -6,13 +6,15 @@ import pytest
 
 from registry import BUILTIN, BY_NAME, FAMILIES, META, SIGNALS, Family, RegistryError, extended, families_of
 from registry.backlogs import backlog_families, oldest_part, pending_part
+from registry.families import PROCESS_FAMILIES
 from registry.model import FORBIDDEN_LABELS, check_unique, product
 from registry.values import STREAM_GROUPS
 
 
 def test_every_family_is_a_prefixed_gauge_with_help() -> None:
     for family in FAMILIES:
-        assert family.name.startswith("orpycamcp_")
+        # The process families keep the names every client library gives them.
+        assert family.name.startswith("process_" if family in PROCESS_FAMILIES else "orpycamcp_")
         assert family.type.value == ("counter" if family.name.endswith("_total") else "gauge")
         assert family.help
 
@@ -102,11 +104,18 @@ def test_extended_registry_holds_the_declared_backlogs() -> None:
         ("orpycamcp_backlog_pending_items", (("outbox",),))
     ]
     names = [family.name for family in registry.families]
-    # build_info closes the measured page; the HTTP server's families follow it, per response.
-    assert names[-3:] == [
+    # build_info closes the measured page; the HTTP server's and the process's families
+    # follow it, per response.
+    assert names[-9:] == [
         "orpycamcp_exporter_build_info",
         "orpycamcp_exporter_http_connections",
         "orpycamcp_exporter_http_connections_shed_total",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_max_fds",
+        "process_virtual_memory_bytes",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
     ]
     # The built-in registry is untouched.
     assert BUILTIN.signals == SIGNALS

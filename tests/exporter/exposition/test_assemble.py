@@ -10,17 +10,20 @@ from hypothesis import strategies as st
 from exporter.errors import Reason
 from exporter.exposition.assemble import assemble, assemble_connections
 from exporter.outcomes import Failure, Outcome
+from exporter.process import assemble_process
 from exporter.samples import Sample
-from registry import BUILTIN, PROCESS_FAMILIES, VERSION
+from registry import BUILTIN, TAIL_FAMILIES, VERSION
 from registry.families import (
     AUDIT_BREAKS,
     BUILD_INFO,
     DATABASE_REPLAY_LAG,
     DLQ_PENDING,
     SIGNAL_DURATION,
+    SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_MEASURED,
 )
+from registry.values import FAILURE_REASONS
 
 Series = dict[tuple[str, tuple[str, ...]], float]
 
@@ -50,8 +53,9 @@ def of(found: Series, family: str) -> Series:
 def test_every_registered_family_in_registry_order_even_when_empty() -> None:
     families = assemble((), {}, {}, BUILTIN)
     # The HTTP server's families close the page, appended per response.
-    assert [f.family for f in families] == [f for f in BUILTIN.families if f not in PROCESS_FAMILIES]
-    assert [f.family for f in families + assemble_connections(1, 0)] == list(BUILTIN.families)
+    assert [f.family for f in families] == [f for f in BUILTIN.families if f not in TAIL_FAMILIES]
+    tail = assemble_connections(1, 0) + assemble_process([])
+    assert [f.family for f in families + tail] == list(BUILTIN.families)
     assert [f.family.name for f in families if f.samples] == [BUILD_INFO.name]
 
 
@@ -165,3 +169,23 @@ def test_meta_samples_measured_apart_are_emitted_as_given() -> None:
         for sample in family.samples:
             found[(sample.family, sample.labels)] = sample.value
     assert found[(DATABASE_REPLAY_LAG.name, ())] == 1.5
+
+
+def test_an_unmeasured_signal_says_why_and_a_measured_one_says_nothing() -> None:
+    failed = Outcome("dlq", None, 0.2, 1_764_600_000.0, Failure(Reason.MISSING_TABLE, "tenant 'acme': no table"))
+    found = series(
+        ("dlq", "audit_chain"), {"dlq": failed, "audit_chain": Outcome("audit_chain", AUDIT_SAMPLES, 0.1, 1.0)}
+    )
+    assert of(found, SIGNAL_FAILURE.name) == {(SIGNAL_FAILURE.name, ("dlq", "missing_table")): 1}
+    assert found[SIGNAL_MEASURED.name, ("dlq",)] == 0
+    assert found[SIGNAL_MEASURED.name, ("audit_chain",)] == 1
+
+
+def test_a_measurement_still_running_at_the_scrape_timeout_is_named_so() -> None:
+    running = series(("dlq",), {"dlq": None}, {"dlq": None})
+    assert of(running, SIGNAL_FAILURE.name) == {(SIGNAL_FAILURE.name, ("dlq", "scrape_timeout")): 1}
+
+
+def test_the_registry_holds_exactly_the_reasons() -> None:
+    assert tuple(reason.value for reason in Reason) == FAILURE_REASONS
+    assert {combination[1] for combination in SIGNAL_FAILURE.combinations} == set(FAILURE_REASONS)

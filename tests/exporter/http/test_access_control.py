@@ -152,10 +152,15 @@ def test_mutual_tls_refuses_without_or_with_a_foreign_certificate(
 
 def _healthcheck(process: RunningProcess, web_config: Path) -> subprocess.CompletedProcess[str]:
     """`orpycamcp-exporter healthcheck` with the serving process's address and web config, as the image runs it."""
-    env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgresql://u@127.0.0.1:1/d"}
+    # No database URL: the health check reads only the address and the web configuration.
+    env = {"PATH": "/usr/bin:/bin"}
     env |= {"ORPYCAMCP_LISTEN_ADDRESS": f"127.0.0.1:{process.port}", "ORPYCAMCP_WEB_CONFIG_FILE": str(web_config)}
     command = [sys.executable, "-m", "exporter", "healthcheck"]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_start_up_line_says_tls_and_basic_auth_are_on(tls_exporter: RunningProcess) -> None:
+    assert f"on 127.0.0.1:{tls_exporter.port}, TLS on, basic auth on (1 user) (ttl" in tls_exporter.log()
 
 
 def test_healthcheck_over_tls_with_basic_auth(tls_exporter: RunningProcess, pki: tuple[trustme.CA, Path]) -> None:

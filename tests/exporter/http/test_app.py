@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import httpx
 import pytest
 
 from devkit.process import RunningProcess, exporter_process
+from registry import TAIL_FAMILIES
 from tests.platform import Platform
 from tests.scrapes import parse
 
@@ -49,20 +51,23 @@ def test_gzip_when_accepted(running: RunningProcess) -> None:
     assert without_open_connections(gzip.decompress(compressed)) == without_open_connections(plain.content)
 
 
-def test_the_page_ends_with_the_connection_families(running: RunningProcess) -> None:
+def test_the_page_ends_with_the_connection_and_process_families(running: RunningProcess) -> None:
     with httpx.Client(base_url=running.url) as client:
         for encoding in ("identity", "gzip"):
             response = client.get("/metrics", headers={"Accept-Encoding": encoding})
-            lines = response.content.decode().splitlines()
-            assert lines[-6:-4] == [
-                "# HELP orpycamcp_exporter_http_connections HTTP connections open now, idle ones included.",
-                "# TYPE orpycamcp_exporter_http_connections gauge",
-            ]
-            assert lines[-2] == "# TYPE orpycamcp_exporter_http_connections_shed_total counter"
+            text = response.content.decode()
+            tail = text[text.index("# HELP orpycamcp_exporter_http_connections ") :]
+            families = [line.split()[2] for line in tail.splitlines() if line.startswith("# TYPE ")]
+            assert families == [family.name for family in TAIL_FAMILIES]
             page = parse(response.content)
             assert page.get("orpycamcp_exporter_http_connections") is not None
             assert page.get("orpycamcp_exporter_http_connections") >= 1  # type: ignore[operator]
             assert page.get("orpycamcp_exporter_http_connections_shed_total") == 0
+            # The exporter's own process, not the test's.
+            start = page.get("process_start_time_seconds")
+            assert start is not None
+            assert time.time() - 600 < start <= time.time()
+            assert page.get("process_open_fds") >= 3  # type: ignore[operator]
 
 
 def test_gzip_refused_with_q_zero(running: RunningProcess) -> None:

@@ -113,3 +113,15 @@ def test_malformed_web_config_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "--web.config.file" in done.stderr
+
+
+def test_aliases_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="aliases"):
+        load_web_config(write(tmp_path, f"basic_auth_users:\n  a: &h '{HASH}'\n  b: *h\n"))
+
+
+@pytest.mark.parametrize("cost", ["03", "32", "1x"])
+def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: str) -> None:
+    hashed = HASH[:4] + cost + HASH[6:]
+    with pytest.raises(ConfigError, match="not a bcrypt hash"):
+        load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{hashed}'\n"))

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 TENANTS = ("acme", "globex", "initech", "umbrella", "wonka", "zorg")
 BROKEN = "initech"  # in the middle: the lane reading it has batches before and after it
 REFRESHES = 5
-APPLICATION = PostgresSettings(url="").application_name
+APPLICATION = PostgresSettings.application_name  # the exporter's name for itself, when the URL names none
 
 Prepared = frozenset[tuple[int, str, object]]  # (backend pid, name, prepare time)
 

@@ -19,6 +19,7 @@ from devkit.servers import PostgresServer
 from exporter.errors import Reason
 from exporter.outcomes import classify
 from exporter.scrape import Exporter
+from exporter.settings import load
 from exporter.sources.postgres import BACKEND_PID_SQL, PoolMode, Postgres, PostgresSettings, milliseconds
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
@@ -192,7 +193,8 @@ async def test_session_mode_through_a_transaction_pooler_never_reports_a_false_v
 
 
 def transaction_client(url: str, deadline: float) -> Postgres:
-    return Postgres(PostgresSettings(url=url, pool_mode=PoolMode.TRANSACTION), Timeouts(deadline=deadline))
+    settings = load({"database_url": url, "pool_mode": "transaction", "deadline": deadline}, {})
+    return Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=deadline))
 
 
 async def test_every_transaction_is_read_only_with_its_own_limits_through_a_transaction_pooler(

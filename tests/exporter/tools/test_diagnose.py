@@ -227,3 +227,16 @@ async def test_the_road_is_checked_against_the_pool_mode(
     if code == 1:
         assert "set --database.pool-mode transaction" in done.stdout
     assert EXPORTER_PASSWORD not in done.stdout + done.stderr
+
+
+async def test_a_hostile_slug_in_a_server_error_forges_no_line(platform: Platform) -> None:
+    forged = "evil\nok   dlq: measurable (FAKE)\x1b[2J"
+    await platform.add_tenant("acme")
+    await platform.add_tenant(forged)
+    await platform.execute(f'DROP TABLE "tenant_{forged}".evento_dead_letter')
+    done = run("diagnose", "--database-url", platform.exporter_url, "--signals", "dlq")
+    assert done.returncode == 1
+    assert "FAIL dlq: not measurable: missing_table" in done.stdout
+    assert not any(line.startswith("ok   dlq") for line in done.stdout.splitlines())
+    assert "\x1b" not in done.stdout
+    assert "evil\\nok   dlq: measurable (FAKE)\\x1b[2J" in done.stdout

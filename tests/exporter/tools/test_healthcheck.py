@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from exporter.errors import ConfigError
 from exporter.tools.healthcheck import plan, probe_host, serve_arguments
 
 CONSOLE = b"/opt/venv/bin/python3\x00/opt/venv/bin/orpycamcp-exporter\x00"
-ENV = {"DATABASE_URL": "postgresql://u@db:5432/d"}
+# No database URL: the probe does not need one.
+ENV: dict[str, str] = {}
 
 
 def cmdline(tmp_path: Path, content: bytes) -> Path:
@@ -59,3 +61,20 @@ def test_its_own_flags_win(tmp_path: Path) -> None:
 )
 def test_probe_host(listen: str, probe: str) -> None:
     assert probe_host(listen) == probe
+
+
+def test_only_the_probed_options_are_read(tmp_path: Path) -> None:
+    """Options the probe does not use may be missing or invalid (they are serve's to refuse)."""
+    main = cmdline(tmp_path, CONSOLE + b"serve\x00--ttl\x000\x00--web.listen-address\x00127.0.0.1:7300\x00")
+    assert plan({}, {"ORPYCAMCP_DATABASE_POOL_MODE": "statement"}, main).url == "http://127.0.0.1:7300/-/healthy"
+
+
+def test_an_empty_host_is_probed_on_the_ipv4_loopback(tmp_path: Path) -> None:
+    assert plan({}, {"ORPYCAMCP_WEB_LISTEN_ADDRESS": ":7400"}, tmp_path / "absent").url == (
+        "http://127.0.0.1:7400/-/healthy"
+    )
+
+
+def test_an_invalid_listen_address_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--web\.listen-address"):
+        plan({"listen_address": ["127.0.0.1:1", "127.0.0.1:2"]}, {}, tmp_path / "absent")

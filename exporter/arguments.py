@@ -1,0 +1,74 @@
+"""The command line, derived from the option declarations: every command that
+reads settings takes every option. Owned here, apart from the commands, because
+both the CLI and the health check (which reads the serving process's own
+command line) parse it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from exporter.settings import OPTIONS, OPTIONS_BY_NAME
+from registry import VERSION
+
+PROG = "orpycamcp-exporter"
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
+# Commands that read the settings; `metrics` reads the declared backlogs only.
+SETTINGS_COMMANDS = {
+    "serve": "serve /metrics (the default)",
+    "demo": "serve against a throwaway demo PostgreSQL (and Redis)",
+    "diagnose": "measure every signal once and explain any failure",
+    "check-config": "validate the settings and the web config, exactly as serve does, then exit",
+    "healthcheck": "probe the serving exporter's /-/healthy: exit 0 or 1",
+}
+
+
+def _add_options(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    for name in names:
+        item = OPTIONS_BY_NAME[name]
+        default = f" (default: {item.shown_default})" if item.shown_default is not None else ""
+        parser.add_argument(
+            item.flag,
+            dest=item.name,
+            metavar=item.metavar,
+            # Every occurrence kept: an option given twice is refused, not silently the last.
+            action="append",
+            default=None,
+            help=f"{item.help}{default} [env {' or '.join(item.envs)}]",
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Prometheus exporter for the platform's silent backlogs.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    every = [item.name for item in OPTIONS]
+    for command in COMMANDS:
+        if command == "metrics":
+            metrics = commands.add_parser(command, help="print the registry: every family, its labels and their values")
+            _add_options(metrics, ["backlogs_file"])
+        else:
+            _add_options(commands.add_parser(command, help=SETTINGS_COMMANDS[command]), every)
+    return parser
+
+
+def with_command(arguments: Sequence[str]) -> list[str]:
+    """The arguments with `serve` first when no command is given."""
+    listed = list(arguments)
+    if not listed or listed[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        listed.insert(0, "serve")
+    return listed
+
+
+def option_values(parsed: argparse.Namespace) -> dict[str, Any]:
+    """Each option's occurrences on the command line (None where not given)."""
+    return {item.name: getattr(parsed, item.name, None) for item in OPTIONS}
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[command]
+            return chosen
+    return parser
