@@ -17,7 +17,7 @@ from typing import NamedTuple
 import asyncpg
 
 from exporter.backlogs import Backlog, Scope, Value
-from exporter.errors import ContractViolation
+from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, epoch_seconds
 from exporter.sources import Sources
@@ -110,11 +110,9 @@ async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
         if backlog.scope is Scope.TENANT:
             return await postgres.fetch_tenant_batches(backlog.name, functools.partial(batch_sql, backlog, where), args)
         return await postgres.fetch(aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)]), *args)
-    except* asyncpg.exceptions.DataError as group:
-        # asyncpg refuses to bind a value of the wrong type (text for an integer column, ...).
-        raise ContractViolation(
-            backlog.name, "pending", f"a value does not fit its column: {group.exceptions[0]}"
-        ) from None
+    except ArgumentDoesNotFit as exc:
+        # A declared value of the wrong type for its column (text for an integer column, ...).
+        raise ContractViolation(backlog.name, "pending", str(exc)) from None
 
 
 async def measure(backlog: Backlog, sources: Sources) -> list[Sample]:

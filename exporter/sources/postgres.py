@@ -52,6 +52,7 @@ from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
+from exporter.sources.postgres_errors import typed_errors
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -393,6 +394,10 @@ class Postgres:
 
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
         """The rows of one statement (`args` bound), in a transaction of its own."""
+        with typed_errors():
+            return await self._fetch(sql, args)
+
+    async def _fetch(self, sql: str, args: Sequence[object]) -> list[asyncpg.Record]:
         self._refuse_lost_session()
         async with self._use() as lane:
             return await self._transaction(lane, sql, args, check_session=True)
@@ -402,6 +407,10 @@ class Postgres:
         while another connection holds a transaction open: a direct connection or
         a session pooler always does, a transaction pooler cannot (for diagnose)."""
         self._life.ensure_open()
+        with typed_errors():
+            return await self._probe_session()
+
+    async def _probe_session(self) -> SessionProbe:
         first = await self._connect()
         try:
             second = await self._connect()
@@ -453,7 +462,8 @@ class Postgres:
             task = asyncio.get_running_loop().create_task(self._read_tenants())
             self._tenants_in_flight = task
             task.add_done_callback(self._tenants_read)
-        return list(await asyncio.shield(self._tenants_in_flight))
+        with typed_errors():
+            return list(await asyncio.shield(self._tenants_in_flight))
 
     def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
         self._tenants_in_flight = None
@@ -462,7 +472,7 @@ class Postgres:
 
     async def _read_tenants(self) -> list[str]:
         try:
-            rows = await self.fetch(ACTIVE_TENANTS_SQL)
+            rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
         return [row["slug"] for row in rows]
@@ -495,7 +505,8 @@ class Postgres:
         # its end (each statement bounded by statement_timeout), so what it
         # prepared and the catalogs it loaded serve the next refresh instead of
         # being thrown away with the connection.
-        return await asyncio.shield(task)
+        with typed_errors():
+            return await asyncio.shield(task)
 
     def _pass_done(self, signal: str, task: asyncio.Task[list[asyncpg.Record]]) -> None:
         if self._passes.get(signal) is task:

@@ -5,8 +5,10 @@ Every `Reason` has a hint: a reason without one fails at import.
 
 from __future__ import annotations
 
-from exporter.errors import Reason
+from exporter.errors import Reason, flag_of, setting
 from exporter.signals.base import Source
+
+DATABASE_URL, REDIS_URL, DEADLINE = flag_of("database_url"), flag_of("redis_url"), flag_of("deadline")
 
 PG_LOCKS = "SELECT * FROM pg_locks WHERE NOT granted"
 
@@ -19,14 +21,14 @@ HINTS: dict[Reason, str] = {
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
     " than 5 minutes in the future): fix the row, or the clock of the host that wrote it",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
-    Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
-    Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
+    Reason.NOT_CONFIGURED: f"the signal's source is not configured: set {DATABASE_URL} or {REDIS_URL}",
+    Reason.TIMEOUT: f"the measurement did not finish within {DEADLINE}: look for locks ({PG_LOCKS})"
     " or raise the deadline (below the TTL)",
     Reason.SCRAPE_TIMEOUT: "the measurement had not finished when the scrape's own timeout ran out"
     " (X-Prometheus-Scrape-Timeout-Seconds less 0.5 s); it goes on and serves the next scrape: give the job"
-    " a scrape_timeout above --deadline",
+    f" a scrape_timeout above {DEADLINE}",
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
-    f" ({PG_LOCKS}) or raise --deadline",
+    f" ({PG_LOCKS}) or raise {DEADLINE}",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",
     Reason.TENANT_LIST_UNREADABLE: "the exporter lists tenants from public.tenants: create it"
     " (exporter/contract/contract.sql) or grant the role read access:"
@@ -36,7 +38,7 @@ HINTS: dict[Reason, str] = {
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
     " (exporter/contract/grants.sql)",
-    Reason.AUTHENTICATION_FAILED: "PostgreSQL refused the user or password: check them in --database-url"
+    Reason.AUTHENTICATION_FAILED: f"PostgreSQL refused the user or password: check them in {DATABASE_URL}"
     " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",
     Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here; the detail"
@@ -44,8 +46,8 @@ HINTS: dict[Reason, str] = {
     " certificate, a primary where target_session_attrs asks for a standby)",
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
-    " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
-    " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
+    " database, and the exporter runs in session pool mode: set"
+    f" {setting('pool_mode', 'transaction')} and restart it; `diagnose` checks the road",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
@@ -54,7 +56,7 @@ HINTS: dict[Reason, str] = {
 # Where the same reason means something else on Redis.
 REDIS_HINTS: dict[Reason, str] = {
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
-    " in --redis-url (or its file) against the server's requirepass or ACL",
+    f" in {REDIS_URL} (or its file) against the server's requirepass or ACL",
 }
 
 _missing = [reason.value for reason in Reason if reason not in HINTS]

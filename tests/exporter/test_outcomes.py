@@ -1,4 +1,5 @@
-"""The one place exceptions become reasons: every known kind, and the rest."""
+"""The one place exceptions become reasons: every known kind, and the rest. The
+PostgreSQL source's errors reach it translated (exporter.sources.postgres_errors)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,17 @@ import asyncpg
 import pytest
 import redis.exceptions
 
-from exporter.errors import ContractViolation, SessionNotKept
+from exporter.errors import (
+    ArgumentDoesNotFit,
+    Closed,
+    ContractViolation,
+    DatabaseRefused,
+    DatabaseUnreachable,
+    Reason,
+    SessionNotKept,
+)
 from exporter.outcomes import classify
+from exporter.sources.postgres_errors import translated
 
 
 @pytest.mark.parametrize(
@@ -18,16 +28,39 @@ from exporter.outcomes import classify
         (ContractViolation("dlq", "t.c", "NULL"), "contract_violation"),
         (TimeoutError(), "timeout"),
         (redis.exceptions.TimeoutError(), "timeout"),
+        (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
+        (DatabaseUnreachable("any", [("db:5432", "refused")]), "connection_error"),
+        (DatabaseRefused(Reason.MISSING_TABLE, "42P01", "relation does not exist"), "missing_table"),
+        (ArgumentDoesNotFit("invalid input for query argument $1"), "contract_violation"),
+        (Closed("the PostgreSQL reader"), "internal_error"),
+        (ConnectionRefusedError(111, "refused"), "connection_error"),
+        (socket.gaierror(-2, "Name or service not known"), "connection_error"),
+        (redis.exceptions.ResponseError("NOGROUP No such key"), "missing_group"),
+        (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
+        (redis.exceptions.ConnectionError("refused"), "connection_error"),
+        (ExceptionGroup("batches", [DatabaseRefused(Reason.LOCK_TIMEOUT, "55P03", "lock")]), "lock_timeout"),
+        (ValueError("something unforeseen"), "internal_error"),
+    ],
+)
+def test_classify(exc: BaseException, reason: str) -> None:
+    assert classify(exc, 10).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
         (asyncpg.exceptions.QueryCanceledError("canceling statement due to statement timeout"), "statement_timeout"),
         (asyncpg.exceptions.LockNotAvailableError("lock timeout"), "lock_timeout"),
         (asyncpg.exceptions.UndefinedTableError("relation does not exist"), "missing_table"),
+        (asyncpg.exceptions.InvalidSchemaNameError("schema does not exist"), "missing_table"),
         (asyncpg.exceptions.InsufficientPrivilegeError("permission denied"), "permission_denied"),
         (asyncpg.exceptions.InvalidPasswordError("password authentication failed"), "authentication_failed"),
         (asyncpg.exceptions.TooManyConnectionsError("too many clients"), "too_many_connections"),
         (asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"), "connection_error"),
         (asyncpg.exceptions.InternalClientError("cannot switch to state 12"), "connection_error"),
+        (asyncpg.exceptions.InterfaceError("the connection is closed"), "connection_error"),
+        (asyncpg.exceptions.DataError("invalid input for query argument $1"), "contract_violation"),
         (asyncpg.exceptions.SyntaxOrAccessError("syntax"), "sql_error"),
-        (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
         (
             asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "s" does not exist'),
             "transaction_pooler",
@@ -36,14 +69,20 @@ from exporter.outcomes import classify
             asyncpg.exceptions.DuplicatePreparedStatementError('prepared statement "s" already exists'),
             "transaction_pooler",
         ),
-        (ConnectionRefusedError(111, "refused"), "connection_error"),
-        (socket.gaierror(-2, "Name or service not known"), "connection_error"),
-        (redis.exceptions.ResponseError("NOGROUP No such key"), "missing_group"),
-        (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
-        (redis.exceptions.ConnectionError("refused"), "connection_error"),
-        (ExceptionGroup("batches", [asyncpg.exceptions.UndefinedTableError("x")]), "missing_table"),
-        (ValueError("something unforeseen"), "internal_error"),
     ],
 )
-def test_classify(exc: BaseException, reason: str) -> None:
-    assert classify(exc, 10).reason == reason
+def test_the_postgres_source_translates_asyncpg_errors_into_typed_ones(exc: Exception, reason: str) -> None:
+    typed = translated(exc)
+    assert not isinstance(typed, asyncpg.PostgresError | asyncpg.InterfaceError)
+    assert classify(typed, 10).reason == reason
+
+
+def test_a_refused_statement_keeps_its_sqlstate_and_the_server_message() -> None:
+    typed = translated(asyncpg.exceptions.UndefinedTableError('relation "tenant_a.t" does not exist'))
+    assert isinstance(typed, DatabaseRefused)
+    assert classify(typed, 10).detail == '42P01: relation "tenant_a.t" does not exist'
+
+
+def test_other_exceptions_pass_through_the_translation_untouched() -> None:
+    error = OSError("reset")
+    assert translated(error) is error
