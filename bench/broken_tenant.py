@@ -34,11 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.machine import loadavg
+from bench.refreshes import EXPORTER_APP
 from bench.roads import code_at
-from bench.run import EXPORTER_APP, EXPORTER_PASSWORD, RESULTS, ROOT, loadavg
+from bench.run import EXPORTER_PASSWORD, RESULTS
 from devkit.servers import start_postgres
 from devkit.tenants import create_database, create_tenants, slug
 
+ROOT = Path(__file__).resolve().parent.parent
 SIGNALS = ("dlq", "preservation", "audit_chain")
 HEALTHY_SIGNALS = ("preservation", "audit_chain")
 

@@ -31,11 +31,11 @@ from typing import Any
 
 import asyncpg
 
+from bench.machine import loadavg
+from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
-from exporter.service import build_exporter
-from exporter.settings import load
 from exporter.signals import dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres, transaction_opening
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL, transaction_opening
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,36 +68,20 @@ class RoadsReport:
     seconds: float = 0.0
 
 
-Checker = Any  # bench.run.check_counts, passed in to keep one definition
-
-
-async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: Checker) -> RoadFigures:
+async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: CountsCheck) -> RoadFigures:
     """One fresh exporter: its first refresh, then `steady` more; counts checked on the first complete one."""
-    figures = RoadFigures("", pool_mode)
-    exporter = build_exporter(load({"database_url": url, "signals": signals, "pool_mode": pool_mode}, {}))
-    postgres = exporter.sources.postgres
-    assert isinstance(postgres, Postgres)
-    for cache in exporter.caches.values():
-        cache.ttl = 0  # every scrape refreshes every signal
-    try:
-        for refresh in range(steady + 1):
-            statements, prepares = postgres.statements, postgres.prepares
-            started = time.monotonic()
-            await exporter.scrape()
-            (figures.first if refresh == 0 else figures.steady).append(time.monotonic() - started)
-            for name, cache in exporter.caches.items():
-                if cache.last is not None and cache.last.failure is not None:
-                    figures.failures.append(f"refresh {refresh} {name}: {cache.last.failure.reason}")
-            if refresh > 0:
-                figures.statements_steady = postgres.statements - statements
-                figures.prepares_steady = postgres.prepares - prepares
-            if figures.correct is None and all(
-                cache.last and cache.last.measured for cache in exporter.caches.values()
-            ):
-                figures.correct = bool(check(exporter))
-    finally:
-        await exporter.close()
-    return figures
+    async with fresh_exporter({"database_url": url, "signals": signals, "pool_mode": pool_mode}) as exporter:
+        done = await refresh(exporter, steady, check)
+    return RoadFigures(
+        "",
+        pool_mode,
+        first=[done.first.wall],
+        steady=[one.wall for one in done.steady],
+        failures=done.failures(),
+        statements_steady=done.steady[-1].statements if done.steady else 0,
+        prepares_steady=done.steady[-1].prepares if done.steady else 0,
+        correct=done.correct,
+    )
 
 
 BEFORE_SCRIPT = """
@@ -224,10 +208,9 @@ async def measure_roads(
     steady: int,
     before: str | None,
     signals: str,
-    check: Checker,
-    loadavg: Any,
 ) -> RoadsReport:
     started = time.monotonic()
+    check = counts_check(tenants)
     report = RoadsReport(tenants, runs, steady, before, loadavg())
     users = {EXPORTER_ROLE: exporter_password}
     session_bouncer = await asyncio.to_thread(start_pgbouncer, server_port, "session", users)

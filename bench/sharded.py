@@ -5,7 +5,7 @@ Three throwaway stock PostgreSQL servers (for --clusters 2): "whole" holds
 tenants 1..N, each shard holds its contiguous share (shard 1: 1..N/2, shard 2:
 N/2+1..N), the same rows as devkit.tenants gives them anywhere. Then:
 
-- whole: `runs` fresh exporters over the whole cluster (bench.run.measure_exporter):
+- whole: `runs` fresh exporters over the whole cluster (bench.refreshes.measure_exporter):
   first refresh (cold backends), steady refreshes, backend memory per session;
 - each shard alone: the same over one shard (what its exporter costs on its
   own machine, which is how a sharded platform runs);
@@ -38,18 +38,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.run import (
-    EXPORTER_PASSWORD,
-    RESULTS,
-    ExporterFigures,
-    Spread,
-    execute,
-    expected_series,
-    loadavg,
-    machine_state,
-    measure_exporter,
-    ratio,
-)
+from bench.figures import ExporterFigures, Spread, ratio
+from bench.machine import execute, loadavg, machine_state
+from bench.refreshes import expected_series, measure_exporter
+from bench.run import EXPORTER_PASSWORD, RESULTS
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import create_database, create_tenants
 

@@ -212,6 +212,7 @@ def exporter_image(tag: str, base: str) -> BuiltImage:
         raise ImageUnavailable(tag, f"scripts/wheelhouse exited {wheelhouse.returncode}: {wheelhouse.stderr[-2000:]}")
     # What the build context holds (.dockerignore is an allow-list of these).
     files = [REPO_ROOT / "Dockerfile", REPO_ROOT / "pyproject.toml", REPO_ROOT / "README.md"]
+    files += [REPO_ROOT / "requirements" / "runtime.txt", REPO_ROOT / "requirements" / "build.txt"]
     for directory in ("exporter", "registry", "wheels"):
         files += [p for p in (REPO_ROOT / directory).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     base_id = inspect(base)

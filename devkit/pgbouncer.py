@@ -28,7 +28,7 @@ import pytest
 from exporter.tools.throwaway import ServerUnavailable, end_process, free_port, wait_for_port, wait_port_free
 
 ADMIN_USER = "bouncer_admin"
-POOL_MODES = ("session", "transaction")
+POOL_MODES = ("session", "transaction", "statement")
 
 
 def pgbouncer_binary() -> str:

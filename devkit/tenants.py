@@ -149,18 +149,6 @@ BEGIN
 END
 $block$;
 """
-KYC_BACKLOG = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC pipeline tasks that exhausted their retries, waiting for reprocessing.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
-    oldest: created_at
-"""
 
 
 def queue_block(first: int, last: int) -> str:

@@ -1,5 +1,6 @@
 """Declared backlogs: the YAML file (--backlogs.config-file), read and
-validated completely at start, into plain values.
+validated completely at start, into plain values. The same file may declare
+more streams for the streams signal (exporter.declared_streams).
 
 No SQL is accepted: tables and columns must be plain identifiers (they are
 quoted anyway), and pending values are bound as parameters.
@@ -10,7 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, NamedTuple
 
+from exporter import zones
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
@@ -19,10 +23,17 @@ from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest")
+KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "timezone", "states", "arrivals")
 REQUIRED = ("help", "scope", "table", "pending")
+TOP_LEVEL = ("backlogs", "streams")
 
 Value = str | int
+
+# An arrivals window: a whole number of minutes, hours or days, as Prometheus writes it.
+WINDOW = re.compile(r"([1-9][0-9]{0,4})([mhd])")
+WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW_SECONDS = 31 * 86400
+MAX_WINDOWS = 4
 
 
 class Scope(StrEnum):
@@ -40,6 +51,29 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class States:
+    """Rows per value of `column`: every row's value must be one of `values` (label text)."""
+
+    column: str
+    values: tuple[str, ...]
+
+
+class Window(NamedTuple):
+    label: str  # as declared: "1h"
+    seconds: int
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Rows whose `column` falls within each window ending at the measurement;
+    `alert_above` holds the declared thresholds, by window label."""
+
+    column: str
+    windows: tuple[Window, ...]
+    alert_above: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class Backlog:
     name: str
     help: str
@@ -49,6 +83,25 @@ class Backlog:
     group_by: str | None = None
     groups: tuple[str, ...] | None = None  # label values, in declared order
     oldest: str | None = None
+    timezone: str = zones.UTC  # the zone of `oldest` and `arrivals` when not timestamptz (exporter.zones)
+    states: States | None = None
+    arrivals: Arrivals | None = None
+
+    @property
+    def scans_all_rows(self) -> bool:
+        """Whether the statement reads more than the pending rows (states or arrivals declared)."""
+        return self.states is not None or self.arrivals is not None
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Everything a declarations file declares."""
+
+    backlogs: tuple[Backlog, ...] = ()
+    streams: DeclaredStreams = NO_STREAMS
+
+
+NO_DECLARATIONS = Declarations()
 
 
 class _Reader:
@@ -91,6 +144,68 @@ class _Reader:
         if isinstance(raw, list):
             return Condition(name, self.values(backlog, key, raw))
         return Condition(name, (self.value(backlog, key, raw),))
+
+    def mapping(
+        self, backlog: str, key: str, raw: object, keys: tuple[str, ...], required: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(backlog, key, f"must be a mapping with the keys {', '.join(keys)}")
+        for item in raw:
+            if item not in keys:
+                raise self.fail(backlog, f"{key}.{item}", f"unknown key (known: {', '.join(keys)})")
+        for item in required:
+            if item not in raw:
+                raise self.fail(backlog, f"{key}.{item}", "is required")
+        return raw
+
+    def states(self, backlog: str, raw: object) -> States:
+        body = self.mapping(backlog, "states", raw, ("column", "values"), ("column", "values"))
+        column = self.identifier(backlog, "states.column", body["column"])
+        values = tuple(str(value) for value in self.values(backlog, "states.values", body["values"]))
+        if len(set(values)) != len(values):
+            raise self.fail(backlog, "states.values", f"{body['values']!r} repeats a state")
+        return States(column, values)
+
+    def window(self, backlog: str, raw: object) -> Window:
+        match = WINDOW.fullmatch(raw) if isinstance(raw, str) else None
+        if match is None or not isinstance(raw, str):
+            raise self.fail(
+                backlog, "arrivals.windows", f"{raw!r} is not a duration such as 30m, 1h or 7d (minutes, hours, days)"
+            )
+        seconds = int(match.group(1)) * WINDOW_UNITS[match.group(2)]
+        if seconds > MAX_WINDOW_SECONDS:
+            raise self.fail(backlog, "arrivals.windows", f"{raw!r} is longer than 31d")
+        return Window(raw, seconds)
+
+    def arrivals(self, backlog: str, raw: object) -> Arrivals:
+        keys = ("column", "windows", "alert_above")
+        body = self.mapping(backlog, "arrivals", raw, keys, ("column", "windows"))
+        column = self.identifier(backlog, "arrivals.column", body["column"])
+        windows_raw = body["windows"]
+        if not isinstance(windows_raw, list) or not windows_raw or len(windows_raw) > MAX_WINDOWS:
+            raise self.fail(backlog, "arrivals.windows", f"{windows_raw!r} is not a list of 1 to {MAX_WINDOWS} windows")
+        windows = tuple(self.window(backlog, item) for item in windows_raw)
+        lengths = [window.seconds for window in windows]
+        if len(set(lengths)) != len(lengths):
+            raise self.fail(backlog, "arrivals.windows", f"{windows_raw!r} repeats a window")
+        thresholds: list[tuple[str, int]] = []
+        if "alert_above" in body:
+            declared = body["alert_above"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(backlog, "arrivals.alert_above", "must map a declared window to its threshold")
+            labels = [window.label for window in windows]
+            for label, threshold in declared.items():
+                if label not in labels:
+                    raise self.fail(
+                        backlog, "arrivals.alert_above", f"{label!r} is not a declared window ({', '.join(labels)})"
+                    )
+                if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+                    raise self.fail(
+                        backlog, f"arrivals.alert_above.{label}", f"{threshold!r} is not a non-negative integer"
+                    )
+                thresholds.append((label, threshold))
+            thresholds.sort(key=lambda item: labels.index(item[0]))
+        return Arrivals(column, windows, tuple(thresholds))
 
     def backlog(self, name: object, raw: object) -> Backlog:
         if not isinstance(name, str) or not BACKLOG_NAME.fullmatch(name) or len(name) > MAX_BACKLOG_NAME:
@@ -136,22 +251,51 @@ class _Reader:
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
-        return Backlog(name, help_text.strip(), scope, table, pending, group_by, groups, oldest)
+        states = self.states(name, raw["states"]) if "states" in raw else None
+        arrivals = self.arrivals(name, raw["arrivals"]) if "arrivals" in raw else None
+        return Backlog(
+            name,
+            help_text.strip(),
+            scope,
+            table,
+            pending,
+            group_by,
+            groups,
+            oldest,
+            timezone=self.zone(name, raw),
+            states=states,
+            arrivals=arrivals,
+        )
 
-    def document(self, raw: object) -> tuple[Backlog, ...]:
-        if not isinstance(raw, dict):
-            raise self.fail(None, None, "the file must be a mapping with the one key 'backlogs'")
+    def zone(self, backlog: str, raw: dict[object, object]) -> str:
+        if "timezone" not in raw:
+            return zones.UTC
+        if "oldest" not in raw and "arrivals" not in raw:
+            raise self.fail(backlog, "timezone", "needs oldest or arrivals: the column whose zone it is")
+        zone = raw["timezone"]
+        problem = zones.zone_problem(zone)
+        if problem is not None or not isinstance(zone, str):
+            raise self.fail(backlog, "timezone", problem or f"{zone!r} is not a zone name")
+        return zone
+
+    def document(self, raw: object) -> Declarations:
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(None, None, "the file must be a mapping with the key 'backlogs', 'streams' or both")
         for key in raw:
-            if key != "backlogs":
-                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs')")
-        declared = raw.get("backlogs")
-        if not isinstance(declared, dict) or not declared:
-            raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
-        return tuple(self.backlog(name, body) for name, body in declared.items())
+            if key not in TOP_LEVEL:
+                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs' and 'streams')")
+        backlogs: tuple[Backlog, ...] = ()
+        if "backlogs" in raw:
+            declared = raw["backlogs"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
+            backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
+        streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
+        return Declarations(backlogs, streams)
 
 
-def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
-    """The backlogs a YAML document declares; BacklogConfigError on any problem."""
+def parse_declarations(text: str, setting: str) -> Declarations:
+    """What a YAML document declares; BacklogConfigError on any problem."""
     try:
         raw = parse_yaml(text)
     except YamlError as exc:
@@ -159,9 +303,18 @@ def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
     return _Reader(setting).document(raw)
 
 
-def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
+def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
+    """The backlogs a YAML document declares; BacklogConfigError on any problem."""
+    return parse_declarations(text, setting).backlogs
+
+
+def load_declarations(path: str, setting: str) -> Declarations:
     try:
         text = read_capped(path)
     except (OSError, UnicodeDecodeError, YamlError) as exc:
         raise BacklogConfigError(setting, None, None, f"cannot read {path}: {exc}") from None
-    return parse_backlogs(text, f"{setting} {path}")
+    return parse_declarations(text, f"{setting} {path}")
+
+
+def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
+    return load_declarations(path, setting).backlogs

@@ -15,7 +15,7 @@ from typing import Any
 
 from exporter import logs
 from exporter.arguments import PROG, build_parser, command_parser, option_values, with_command
-from exporter.backlogs import load_backlogs
+from exporter.backlogs import load_declarations
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
 from exporter.settings import OPTIONS_BY_NAME, Settings, describe, load, load_some
@@ -72,8 +72,9 @@ def _metrics(backlogs_file: str | None) -> str:
 
     if not backlogs_file:
         return metrics_table()
-    backlogs = load_backlogs(backlogs_file, describe("backlogs_file"))
-    return metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs})
+    declared = load_declarations(backlogs_file, describe("backlogs_file"))
+    registry = catalog_of(declared.backlogs, declared.streams).registry
+    return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 
 def _serve(settings: Settings, values: Mapping[str, Any]) -> int:

@@ -39,9 +39,14 @@ class Reason(StrEnum):
     CONNECTION_ERROR = "connection_error"
     SQL_ERROR = "sql_error"
     TRANSACTION_POOLER = "transaction_pooler"
+    STATEMENT_POOLER = "statement_pooler"
+    CONNECT_NOT_GRANTED = "connect_not_granted"
+    # Replicas and standbys, on either source
+    REPLICA_STALE = "replica_stale"
     # Redis
     MISSING_GROUP = "missing_group"
     REDIS_ERROR = "redis_error"
+    CLUSTER_CHANGED = "cluster_changed"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"
 
@@ -175,6 +180,44 @@ class TenantListUnreadable(MeasurementError):
         super().__init__("tenants", f"cannot read the tenant list public.tenants: {sqlstate}: {problem}")
 
 
+class ReplicaStale(MeasurementError):
+    """The server read is a replica (or a standby) that may have missed its master's
+    writes for longer than the bound: its values are not presented as current."""
+
+    reason = Reason.REPLICA_STALE
+
+    def __init__(self, signal: str, server: str, state: str, bound: float, setting: str) -> None:
+        self.server = server
+        self.state = state
+        self.bound = bound
+        self.setting = setting
+        super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
+
+
+class SourceError(Exception):
+    """A source could not serve a measurement, for a reason it knows: raised where the
+    client's own exception is caught, so that nothing downstream parses a server's words."""
+
+    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
+
+
+class ClusterChanged(SourceError):
+    """A Redis Cluster node redirected a command (MOVED; an ASK where it is not
+    followed) or asked for it again (TRYAGAIN): the slot map the measurement was
+    routed by is no longer the cluster's, so none of its replies is kept."""
+
+    reason = Reason.CLUSTER_CHANGED
+
+    def __init__(self, node: str, command: str, redirect: str) -> None:
+        self.node = node
+        self.command = command
+        self.redirect = redirect
+        super().__init__(
+            f"node {node} answered {redirect} to {command}: a slot moved since the slot map was read;"
+            " it is read again for the next measurement"
+        )
+
+
 class BacklogConfigError(ConfigError):
     """The backlogs file declares something the exporter refuses; names the backlog and the key."""
 
@@ -187,13 +230,6 @@ class BacklogConfigError(ConfigError):
             if part
         )
         super().__init__(setting, f"{where}: {problem}" if where else problem)
-
-
-class SourceError(Exception):
-    """A source could not serve a measurement, for a reason it knows: raised where the
-    client's own exception is caught, so that nothing downstream parses a server's words."""
-
-    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
 
 
 def flag_of(name: str) -> str:
@@ -240,11 +276,11 @@ class DatabaseRefused(SourceError):
     """PostgreSQL answered with an error: its SQLSTATE, its message, and the reason
     the SQLSTATE means (exporter.sources.postgres_errors)."""
 
-    def __init__(self, reason: Reason, sqlstate: str, server_message: str) -> None:
+    def __init__(self, reason: Reason, sqlstate: str, words: str) -> None:
         self.reason = reason
         self.sqlstate = sqlstate
-        self.server_message = server_message
-        super().__init__(f"{sqlstate}: {server_message}")
+        self.words = words  # the server's error on one line (server_words)
+        super().__init__(words)
 
 
 class DatabaseConnectionBroken(SourceError):
@@ -280,3 +316,25 @@ class SessionNotKept(SourceError):
             f"the server session of a connection changed between two of its transactions ({evidence}):"
             f" a transaction pooler is in front of the database; set {setting('pool_mode', 'transaction')}"
         )
+
+
+class ConnectNotGranted(SourceError):
+    """The server refused the role a session on the database: no CONNECT privilege."""
+
+    reason = Reason.CONNECT_NOT_GRANTED
+
+    def __init__(self, role: str, database: str) -> None:
+        self.role = role
+        self.database = database
+        super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
+
+
+def server_words(exc: BaseException) -> str:
+    """A server's error on one line: SQLSTATE, message and detail, never the hint
+    (the driver's hints are advice for its own users, over many lines)."""
+    message = str(exc.args[0]) if exc.args else type(exc).__name__
+    detail = getattr(exc, "detail", None)
+    text = f"{message} ({detail})" if detail else message
+    one_line = " ".join(text.split())
+    sqlstate = getattr(exc, "sqlstate", None)
+    return f"{sqlstate}: {one_line}" if sqlstate else one_line

@@ -9,7 +9,7 @@ import logging
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.errors import Reason
 from exporter.outcomes import Outcome, classify
-from exporter.signals import Signal
+from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
 from exporter.validate import complete
@@ -30,6 +30,9 @@ async def measure(
     started = clock.monotonic()
     try:
         async with asyncio.timeout(timeouts.deadline):
+            if signal.source is Source.POSTGRES and sources.postgres is not None:
+                # A standby too far behind its primary shows no value as current (exporter/replication.py).
+                await sources.postgres.require_fresh(signal.name)
             raw = await signal.measure(sources)
         samples = complete(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify

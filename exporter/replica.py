@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.lifecycle import Lifecycle, cancel_and_wait
@@ -28,16 +29,6 @@ from exporter.timeouts import Timeouts
 from registry.families import DATABASE_REPLAY_LAG
 
 log = logging.getLogger("orpycamcp.replica")
-
-REPLAY_LAG_SQL = """
-SELECT CASE
-    WHEN NOT pg_is_in_recovery() THEN NULL
-    WHEN pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn()
-         AND EXISTS (SELECT FROM pg_stat_wal_receiver) THEN 0
-    WHEN pg_last_xact_replay_timestamp() IS NULL THEN NULL
-    ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))
-END::float8 AS lag
-"""
 
 
 class ReplayLag:
@@ -79,9 +70,9 @@ class ReplayLag:
         try:
             try:
                 async with asyncio.timeout(self.timeouts.deadline):
-                    rows = await self.postgres.fetch(REPLAY_LAG_SQL)
-                lag = rows[0]["lag"]
-                self._seconds = None if lag is None else float(lag)
+                    # The same reading the signals' staleness rule uses (exporter/replication.py).
+                    link = await self.postgres.standby_link()
+                self._seconds = None if link is None or math.isinf(link.staleness) else link.staleness
             except Exception as exc:  # the signals report what is wrong with the database
                 log.debug("replay lag not read: %s: %s", type(exc).__name__, exc)
                 self._seconds = None

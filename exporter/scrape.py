@@ -12,6 +12,8 @@ from exporter.exposition.text import render
 from exporter.outcomes import Outcome
 from exporter.page import Page, PageCache
 from exporter.replica import ReplayLag
+from exporter.replication import redis_lag_samples
+from exporter.samples import Sample
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
 from registry import Registry
@@ -70,9 +72,14 @@ class Exporter:
         )
         outcomes: dict[str, Outcome | None] = dict(zip(names, results, strict=True))
         last = {name: cache.last for name, cache in self._caches.items()}
-        meta = lag.samples() if lag is not None else ()
+        meta = (*(lag.samples() if lag is not None else ()), *self._redis_link())
         key = self._key([outcome is not None for outcome in results])
         return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last, self.registry, meta)))
+
+    def _redis_link(self) -> tuple[Sample, ...]:
+        """The Redis replica's lag as the last streams reading found it, measured or not."""
+        redis = self.sources.redis
+        return redis_lag_samples(redis.replica_link) if redis is not None and "streams" in self._caches else ()
 
     async def close(self) -> None:
         """End every measurement in flight, then the sources' connections and clients."""

@@ -8,22 +8,24 @@ from dataclasses import dataclass
 from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
-from exporter.signals import BY_NAME, Signal, Source, backlog
+from exporter.signals import BY_NAME, Signal, Source, backlog, streams
 from exporter.sources import Sources, dsn
 from exporter.sources.postgres import Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry import BUILTIN, Registry, extended
-from registry.backlogs import backlog_families
+from registry.backlogs import BacklogShape, backlog_families
 
 
 @dataclass(frozen=True)
 class Catalog:
     """What this process can measure: the registry, extended at start with the
-    declared backlogs' families, and every signal by name (built-in first)."""
+    declared backlogs' families and the declared streams' label values, and
+    every signal by name (built-in first)."""
 
     registry: Registry
     signals: Mapping[str, Signal]
@@ -32,12 +34,31 @@ class Catalog:
 BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
 
 
-def catalog_of(backlogs: tuple[Backlog, ...]) -> Catalog:
-    if not backlogs:
+def shape(backlog: Backlog) -> BacklogShape:
+    """What a declared backlog emits, as the registry takes it."""
+    arrivals = backlog.arrivals
+    return BacklogShape(
+        backlog.name,
+        backlog.groups,
+        backlog.oldest is not None,
+        backlog.states.values if backlog.states is not None else None,
+        tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
+        tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
+    )
+
+
+def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS) -> Catalog:
+    if not backlogs and not declared_streams:
         return BUILTIN_CATALOG
-    declared = tuple((b.name, b.groups, b.oldest is not None) for b in backlogs)
-    registry = extended(tuple(b.name for b in backlogs), backlog_families(declared))
-    return Catalog(registry, {**BY_NAME, **{b.name: backlog.signal(b) for b in backlogs}})
+    registry = extended(
+        tuple(b.name for b in backlogs),
+        backlog_families(tuple(shape(b) for b in backlogs)),
+        declared_streams.consumer_groups,
+        declared_streams.dead_letter_streams,
+    )
+    # The streams signal reads what the extended registry holds, declared streams included.
+    builtin = {**BY_NAME, streams.NAME: streams.signal_of(registry)}
+    return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}})
 
 
 def timeouts_of(settings: Settings) -> Timeouts:
@@ -64,7 +85,7 @@ def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings, clock)
-    catalog = catalog_of(settings.backlogs)
+    catalog = catalog_of(settings.backlogs, settings.streams)
     caches = [
         SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
         for name in settings.signals

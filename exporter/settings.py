@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from exporter.backlogs import Backlog, load_backlogs
+from exporter.backlogs import NO_DECLARATIONS, Backlog, load_declarations
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import resolve
@@ -24,13 +25,15 @@ from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.options import Choice, Count, Option, Refused, Seconds, Text, declared, feeding, option
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
-from exporter.sources import dsn
+from exporter.sources import dsn, url_secrets
 from exporter.sources.postgres import PoolMode
 
 DEFAULT_PORT = 9874
+# The query parameters of a Redis URL that redis-py reads as connection settings.
+REDIS_PARAMETERS = frozenset({"db", "username", "password", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname"})
 # Unused database connections are closed after this many TTLs (when not set).
 IDLE_CLOSE_TTLS = 3
-UNENCODED = "percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)"
+UNENCODED = url_secrets.ENCODE
 
 C = TypeVar("C")
 FILE = Text(kind="file path")
@@ -88,6 +91,9 @@ class RedisUrl:
     def __call__(self, raw: str, env: Mapping[str, str]) -> str:
         if ambiguous_authority(raw):
             raise Refused(f"{redact_url(raw)} is not a valid URL: {UNENCODED}")
+        unreadable = url_secrets.ambiguity(raw, REDIS_PARAMETERS)
+        if unreadable is not None:
+            raise Refused(f"{redact_url(raw)} is not a valid URL: {unreadable}")
         try:
             parts = urllib.parse.urlsplit(raw)
             parts.port  # noqa: B018 -- raises ValueError on a bad port
@@ -230,10 +236,29 @@ class Settings:
         default=PoolMode.SESSION.value,
         feeds=("PostgresSettings.pool_mode",),
     )
+    database_replica_max_staleness: float = option(
+        "--database.replica-max-staleness",
+        Seconds(),
+        "seconds a hot standby read may lag behind its primary before the database signals are unmeasured"
+        " (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("PostgresSettings.replica_max_staleness",),
+    )
+    redis_replica_max_staleness: float = option(
+        "--redis.replica-max-staleness",
+        Seconds(),
+        "seconds a Redis replica read may have been without word from its master before the streams signal is"
+        " unmeasured (replica_stale)",
+        metavar="SECONDS",
+        default="60",
+        feeds=("RedisSettings.replica_max_staleness",),
+    )
     backlogs_file: str | None = option(
         "--backlogs.config-file",
         FILE,
-        "YAML file declaring more backlogs to measure, each a signal of its own (deploy/backlogs.example.yml)",
+        "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"
+        " (deploy/backlogs.example.yml)",
         metavar="FILE",
         aliases=("ORPYCAMCP_BACKLOGS_FILE",),
     )
@@ -265,6 +290,7 @@ class Settings:
     )
     # Derived from the options above by the rules of `load`.
     backlogs: tuple[Backlog, ...] = ()
+    streams: DeclaredStreams = NO_STREAMS
     web: WebConfig = field(default_factory=WebConfig)
 
     @property
@@ -279,7 +305,17 @@ class Settings:
         """What these settings serve, as `check-config` and the start-up line say it."""
         users = len(self.web.basic_auth_users)
         auth = f"on ({users} user{'s' if users != 1 else ''})" if users else "off"
-        return f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+        streams = self.streams
+        declared = (
+            f"; streams declared: {len(streams.consumer_groups)} consumer groups,"
+            f" {len(streams.dead_letter_streams)} dead-letter streams"
+            if streams
+            else ""
+        )
+        return (
+            f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+            + declared
+        )
 
     def feeding(self, component: type[C], **rest: Any) -> C:
         """`component` built from the options that feed it, and `rest`."""
@@ -403,13 +439,17 @@ def _url_or_file(reading: _Reading, url_name: str, file_name: str) -> str | None
     return reading.check(file_name, from_file)  # type: ignore[no-any-return]
 
 
-def _signals(reading: _Reading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...]) -> tuple[str, ...]:
+def _signals(
+    reading: _Reading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...], streams: DeclaredStreams
+) -> tuple[str, ...]:
     given: tuple[str, ...] | None = reading.values["signals"]
     # Declared backlogs read PostgreSQL, after the built-in signals.
     sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
     sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
     if backlogs and not configured[Source.POSTGRES]:
         reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
+    if streams and not configured[Source.REDIS]:
+        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
     if given is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
         if not enabled:
@@ -450,12 +490,14 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     parsed["database_url"] = _url_or_file(reading, "database_url", "database_url_file")
     parsed["redis_url"] = _url_or_file(reading, "redis_url", "redis_url_file")
     path = parsed["backlogs_file"]
-    backlogs = reading.check("backlogs_file", lambda: load_backlogs(path, describe("backlogs_file"))) if path else ()
+    declared = (
+        reading.check("backlogs_file", lambda: load_declarations(path, describe("backlogs_file"))) if path else None
+    ) or NO_DECLARATIONS
     web_path = parsed["web_config_file"]
     web = reading.check("web_config_file", lambda: load_web_config(web_path)) if web_path else WebConfig()
-    parsed["signals"] = _signals(reading, given, backlogs or ())
+    parsed["signals"] = _signals(reading, given, declared.backlogs, declared.streams)
     reading.done()
-    return Settings(**parsed, backlogs=backlogs, web=web)
+    return Settings(**parsed, backlogs=declared.backlogs, streams=declared.streams, web=web)
 
 
 def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:

@@ -1,10 +1,11 @@
-"""The families of declared backlogs: one part per backlog of two shared
-families, built at start from the backlogs' declarations (plain values: the
-registry never reads a configuration file itself)."""
+"""The families of declared backlogs: one part per backlog of each shared
+family it emits, built at start from the backlogs' declarations (plain
+values: the registry never reads a configuration file itself)."""
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from registry.model import Family, RegistryError
 from registry.values import PREFIX
@@ -21,6 +22,31 @@ OLDEST_PENDING = PREFIX + "backlog_oldest_pending_timestamp_seconds"
 OLDEST_HELP = (
     "Unix time of the oldest pending item of a declared backlog per declared group; absent when none is pending."
 )
+
+ITEMS = PREFIX + "backlog_items"
+ITEMS_HELP = "Rows of a declared backlog per declared group and state, in any state, summed over all tenants."
+ARRIVALS = PREFIX + "backlog_arrivals"
+ARRIVALS_HELP = (
+    "Rows of a declared backlog per declared group, in any state, whose arrival time falls within the window"
+    " ending at the measurement (the database's clock); rows already deleted are not counted."
+)
+ARRIVALS_THRESHOLD = PREFIX + "backlog_arrivals_threshold"
+ARRIVALS_THRESHOLD_HELP = (
+    "Arrivals per group within the window above which a declared backlog alerts, as declared (alert_above)."
+)
+
+
+class BacklogShape(NamedTuple):
+    """What a declared backlog emits: its name, its groups (None: no group
+    label), whether it has an oldest column, its states, its arrival windows
+    and the windows given a threshold."""
+
+    name: str
+    groups: tuple[str, ...] | None
+    oldest: bool
+    states: tuple[str, ...] | None = None
+    windows: tuple[str, ...] | None = None
+    thresholds: tuple[str, ...] = ()
 
 
 def pending_part(backlog: str, groups: tuple[str, ...] | None) -> Family:
@@ -45,9 +71,34 @@ def check_name(backlog: str) -> None:
         raise RegistryError(PENDING_ITEMS, f"backlog name {backlog!r} is not [a-z][a-z0-9_]* of at most 40 characters")
 
 
-def backlog_families(backlogs: tuple[tuple[str, tuple[str, ...] | None, bool], ...]) -> tuple[Family, ...]:
-    """Every declared backlog's parts, each shared family's parts together:
-    `backlogs` holds (name, groups or None, whether it has an oldest column)."""
-    pending = tuple(pending_part(name, groups) for name, groups, _ in backlogs)
-    oldest = tuple(oldest_part(name, groups) for name, groups, has_oldest in backlogs if has_oldest)
-    return pending + oldest
+def _per_group(name: str, help_text: str, shape: BacklogShape, label: str, values: tuple[str, ...]) -> Family:
+    """`shape`'s part of a family labelled by group (if any) and by `label` ∈ `values`."""
+    check_name(shape.name)
+    combinations: tuple[tuple[str, ...], ...]
+    if shape.groups is None:
+        combinations = tuple((shape.name, value) for value in values)
+        return Family(name, help_text, shape.name, ("backlog", label), combinations)
+    combinations = tuple((shape.name, group, value) for group in shape.groups for value in values)
+    return Family(name, help_text, shape.name, ("backlog", "group", label), combinations)
+
+
+def backlog_families(backlogs: tuple[BacklogShape, ...]) -> tuple[Family, ...]:
+    """Every declared backlog's parts, each shared family's parts together."""
+    pending = tuple(pending_part(b.name, b.groups) for b in backlogs)
+    oldest = tuple(oldest_part(b.name, b.groups) for b in backlogs if b.oldest)
+    items = tuple(_per_group(ITEMS, ITEMS_HELP, b, "state", b.states) for b in backlogs if b.states is not None)
+    arrivals = tuple(
+        _per_group(ARRIVALS, ARRIVALS_HELP, b, "window", b.windows) for b in backlogs if b.windows is not None
+    )
+    thresholds = tuple(
+        Family(
+            ARRIVALS_THRESHOLD,
+            ARRIVALS_THRESHOLD_HELP,
+            b.name,
+            ("backlog", "window"),
+            tuple((b.name, window) for window in b.thresholds),
+        )
+        for b in backlogs
+        if b.thresholds
+    )
+    return pending + oldest + items + arrivals + thresholds

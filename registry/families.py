@@ -130,6 +130,13 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
+REDIS_REPLICA_LAG = Family(
+    name=PREFIX + "redis_replica_lag_seconds",
+    help="How far behind its master the Redis replica the streams are read from may be: seconds since it last"
+    " heard from its master, or since its link went down; absent when the server read is a master.",
+    signal=META,
+    sparse=True,
+)
 DATABASE_REPLAY_LAG = Family(
     name=PREFIX + "database_replay_lag_seconds",
     help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
@@ -215,6 +222,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_OLDEST_PENDING,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    REDIS_REPLICA_LAG,
     DATABASE_REPLAY_LAG,
     BUILD_INFO,
     HTTP_CONNECTIONS,
@@ -255,19 +263,31 @@ for _signal in SIGNALS:
         raise RegistryError(_signal, "signal has no value family in the registry")
 
 
-def extended(signals: tuple[str, ...], families: tuple[Family, ...]) -> Registry:
-    """The built-in registry extended with more signals and their value families
-    (declared at start): the per-signal families then accept the new signals too,
-    and the new families come after the built-in ones, before build_info (and
-    the process families, which always close the page)."""
+def extended(
+    signals: tuple[str, ...],
+    families: tuple[Family, ...],
+    stream_groups: tuple[tuple[str, str], ...] = (),
+    deadletter_streams: tuple[str, ...] = (),
+) -> Registry:
+    """The built-in registry extended at start with more signals and their value
+    families, and with more (stream, group) pairs and dead-letter streams for
+    the streams signal's families (declared after the built-in ones): the
+    per-signal families then accept the new signals too, and the new families
+    come after the built-in ones, before build_info (and the process families,
+    which always close the page)."""
     everything = SIGNALS + signals
-    per_signal = (SIGNAL_MEASURED, SIGNAL_LAST_SUCCESS, SIGNAL_DURATION)
+    more: dict[Family, tuple[tuple[str, ...], ...]] = {
+        SIGNAL_MEASURED: single(everything),
+        SIGNAL_LAST_SUCCESS: single(everything),
+        SIGNAL_DURATION: single(everything),
+        SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
+        STREAM_PENDING: STREAM_GROUPS + stream_groups,
+        STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,
+        DEADLETTER_ENTRIES: single(DEADLETTER_STREAMS + deadletter_streams),
+        DEADLETTER_OLDEST: single(DEADLETTER_STREAMS + deadletter_streams),
+    }
     builtin = tuple(
-        replace(family, combinations=single(everything))
-        if family in per_signal
-        else replace(family, combinations=product(everything, FAILURE_REASONS))
-        if family is SIGNAL_FAILURE
-        else family
+        replace(family, combinations=more[family]) if family in more else family
         for family in FAMILIES
         if family is not BUILD_INFO and family not in TAIL_FAMILIES
     )

@@ -70,8 +70,12 @@ FAILURE_REASONS: tuple[str, ...] = (
     "connection_error",
     "sql_error",
     "transaction_pooler",
+    "statement_pooler",
+    "connect_not_granted",
+    "replica_stale",
     "missing_group",
     "redis_error",
+    "cluster_changed",
     "internal_error",
 )
 

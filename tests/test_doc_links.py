@@ -23,10 +23,14 @@ PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 # Flags of the other commands the pages show, each with the command it belongs to.
 OTHER_TOOLS_FLAGS = {
     "--build": "docker compose up",
+    "--cluster": "redis-cli --cluster check",
     "--build-arg": "docker build",
     "--check": "ruff format",
     "--strict": "mypy",
     "--rm": "docker run",
+    "--read-only": "docker run",
+    "--cap-drop": "docker run",
+    "--security-opt": "docker run",
     "--find-links": "pip install",
     "--no-index": "pip install",
     "--quick": "python -m bench.run",
@@ -37,6 +41,14 @@ OTHER_TOOLS_FLAGS = {
     "--steady": "python -m bench.sharded",
     "--clusters": "python -m bench.sharded",
     "--roads-tenants": "python -m bench.run",
+    "--require-hashes": "pip install",
+    "--no-deps": "pip install",
+    "--no-build-isolation": "pip install",
+    "--entrypoint": "docker run",
+    "--upgrade": "scripts/lock",
+    "--upgrade-package": "scripts/lock",
+    "--universal": "uv pip compile",
+    "--generate-hashes": "uv pip compile",
 }
 
 FENCE = re.compile(r"^(```|~~~)")

@@ -46,11 +46,13 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert head.splitlines()[1].startswith("scripts/test")
 
 
-def test_declared_metrics_table_has_two_families_per_example_backlog() -> None:
-    """The example declares two backlogs; each adds a pending and an oldest-pending family row."""
+def test_declared_metrics_table_has_the_families_of_each_example_backlog() -> None:
+    """The example declares two backlogs; each adds its part of the pending, oldest-pending,
+    items-per-state and arrivals families, and the KYC backlog its arrivals threshold."""
     rows = declared_metrics_table().splitlines()[2:]
-    assert len(rows) == 4
+    assert len(rows) == 9
     assert {row.split(" | ")[2] for row in rows} == {"kyc_dead_letters", "outbox"}
+    assert [row.split(" | ")[0].strip("| `") for row in rows].count("orpycamcp_backlog_arrivals_threshold") == 1
 
 
 def _sharded_blocks(language: str) -> list[str]:

@@ -47,6 +47,7 @@ CREATE INDEX ON tenant_initech.dead_letter_queue (status, task_name, created_at)
 INSERT INTO tenant_acme.dead_letter_queue (task_name, status, created_at) VALUES
     ('face_match', 'pending', now() - interval '2 hours'),
     ('face_match', 'pending', now() - interval '15 minutes'),
+    ('face_match', 'reprocessed', now() - interval '50 minutes'),
     ('ocr_extraction', 'pending', now() - interval '40 minutes'),
     ('doc_processing', 'reprocessed', now() - interval '1 day'),
     ('liveness_detection', 'discarded', now() - interval '3 days');
@@ -62,13 +63,14 @@ CREATE TABLE public.outbox (
     status     text NOT NULL,
     created_at timestamptz NOT NULL
 );
-CREATE INDEX outbox_unprocessed_idx ON public.outbox (partition, created_at) WHERE status <> 'PROCESSED';
+CREATE INDEX outbox_state_idx ON public.outbox (partition, status, created_at);
 INSERT INTO public.outbox (partition, status, created_at) VALUES
-    (0, 'NEW', now() - interval '30 minutes'),
+    (0, 'PENDING', now() - interval '30 minutes'),
     (0, 'FAILED', now() - interval '4 hours'),
     (0, 'PROCESSED', now() - interval '5 hours'),
-    (2, 'NEW', now() - interval '2 minutes'),
-    (3, 'PROCESSED', now() - interval '1 hour');
+    (2, 'PENDING', now() - interval '2 minutes'),
+    (3, 'PROCESSED', now() - interval '90 minutes'),
+    (3, 'PROCESSED', now() - interval '2 days');
 
 -- The exporter role reads the declared tables too (grants.sql creates the role
 -- if this runs first; both are idempotent).

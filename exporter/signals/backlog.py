@@ -5,24 +5,33 @@ A tenant-scope backlog reads its table in every active tenant's schema on the
 same batched, prepared statements as dlq; a global-scope backlog reads one
 table. Identifiers are quoted; pending values are bound parameters, each
 distinct value bound once and referred to from every tenant's branch.
+
+A backlog with states or arrivals reads more than its pending rows in the
+same statement: every row (states) or the pending rows and those arrived
+within the longest window (arrivals only), each row carrying whether it is
+pending, so pending, oldest, states and arrivals come from one pass. Windows
+end at now(), the database's clock at the start of the measuring
+transaction; its TimeZone is UTC (exporter.sources.postgres), so a timestamp
+without time zone is compared as UTC, as `oldest` reads it.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NamedTuple
 
 import asyncpg
 
 from exporter.backlogs import Backlog, Scope, Value
-from exporter.errors import ArgumentDoesNotFit, ContractViolation
+from exporter.errors import ArgumentDoesNotFit, ContractViolation, DatabaseRefused
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, epoch_seconds
 from exporter.sources import Sources
 from exporter.sources.identifiers import quote_identifier
-from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
+from exporter.zones import instant_sql
+from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
 
 class Predicate(NamedTuple):
@@ -55,13 +64,33 @@ def predicate(backlog: Backlog) -> Predicate:
 
 
 def branch_sql(backlog: Backlog, table: str, where: str) -> str:
-    """One table's pending rows: the group and oldest columns, as `grp` and `ts`."""
+    """One table's rows: the group, state, oldest and arrival columns, as `grp`,
+    `st`, `ts` and `arr`, and with states or arrivals whether the row is pending (`p`)."""
     columns = []
     if backlog.group_by is not None:
         columns.append(f"{quote_identifier(backlog.group_by)} AS grp")
-    if backlog.oldest is not None:
-        columns.append(f"{quote_identifier(backlog.oldest)} AS ts")
-    return f"SELECT {', '.join(columns) or '1 AS item'} FROM {table} WHERE {where}"
+    oldest = (
+        [] if backlog.oldest is None else [f"{instant_sql(quote_identifier(backlog.oldest), backlog.timezone)} AS ts"]
+    )
+    if not backlog.scans_all_rows:
+        return f"SELECT {', '.join(columns + oldest) or '1 AS item'} FROM {table} WHERE {where}"
+    if backlog.states is not None:
+        columns.append(f"{quote_identifier(backlog.states.column)} AS st")
+    columns += [f"({where}) AS p", *oldest]
+    if backlog.arrivals is None:
+        return f"SELECT {', '.join(columns)} FROM {table}"
+    arrived = instant_sql(quote_identifier(backlog.arrivals.column), backlog.timezone)
+    columns.append(f"{arrived} AS arr")
+    if backlog.states is not None:
+        return f"SELECT {', '.join(columns)} FROM {table}"
+    # Without states, only the rows that count: pending, or arrived within the longest window.
+    longest = max(window.seconds for window in backlog.arrivals.windows)
+    return f"SELECT {', '.join(columns)} FROM {table} WHERE ({where}) OR {arrived} > {since(longest)}"
+
+
+def since(seconds: int) -> str:
+    """The start of a window of `seconds` ending at the measuring transaction's now()."""
+    return f"now() - interval '{seconds} seconds'"
 
 
 def tenant_table(backlog: Backlog, schema: str) -> str:
@@ -74,14 +103,26 @@ def global_table(backlog: Backlog) -> str:
 
 def aggregate_sql(backlog: Backlog, branches: Sequence[str]) -> str:
     # As dlq: aggregate once over a materialized union, no per-branch GROUP BY to plan.
-    selected = ["count(*) AS items"]
-    if backlog.oldest is not None:
-        selected += ["min(ts) AS oldest", "count(*) - count(ts) AS undated"]
-    grouped = backlog.group_by is not None
     union = "\n UNION ALL ".join(branches)
+    keys = [key for key, column in (("grp", backlog.group_by), ("st", backlog.states)) if column is not None]
+    if not backlog.scans_all_rows:
+        selected = ["count(*) AS items"]
+        if backlog.oldest is not None:
+            selected += ["min(ts) AS oldest", "count(*) - count(ts) AS undated"]
+    else:
+        selected = ["count(*) AS rows", "count(*) FILTER (WHERE p) AS items"]
+        if backlog.oldest is not None:
+            selected += ["min(ts) FILTER (WHERE p) AS oldest", "count(*) FILTER (WHERE p AND ts IS NULL) AS undated"]
+        if backlog.arrivals is not None:
+            selected.append("count(*) - count(arr) AS unstamped")
+            selected += [
+                f"count(*) FILTER (WHERE arr > {since(window.seconds)} AND arr <= now()) AS arrived_{number}"
+                for number, window in enumerate(backlog.arrivals.windows)
+            ]
+    grouping = f" GROUP BY {', '.join(keys)}" if keys else ""
     return (
         f"WITH pending AS MATERIALIZED ({union})\n"
-        f"SELECT {'grp, ' if grouped else ''}{', '.join(selected)} FROM pending{' GROUP BY grp' if grouped else ''}"
+        f"SELECT {''.join(key + ', ' for key in keys)}{', '.join(selected)} FROM pending{grouping}"
     )
 
 
@@ -95,12 +136,14 @@ def group_label(value: object) -> str:
 
 
 def oldest_seconds(backlog: Backlog, value: object) -> float:
-    where = f"{backlog.table[-1]}.{backlog.oldest}"
-    if not isinstance(value, datetime):
-        raise ContractViolation(backlog.name, where, f"not a timestamp column ({type(value).__name__})")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)  # a timestamp without time zone is read as UTC
+    where = _column(backlog, str(backlog.oldest))
+    # The SQL reads every time column as a timestamptz (exporter.zones.instant_sql).
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ContractViolation(backlog.name, where, f"not read as an instant ({type(value).__name__})")
     return epoch_seconds(backlog.name, where, value)
+
+
+UNDEFINED_FUNCTION = "42883"  # the time expression applied to a column of another type
 
 
 async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
@@ -110,35 +153,79 @@ async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
         if backlog.scope is Scope.TENANT:
             return await postgres.fetch_tenant_batches(backlog.name, functools.partial(batch_sql, backlog, where), args)
         return await postgres.fetch(aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)]), *args)
+    except DatabaseRefused as exc:
+        if exc.sqlstate != UNDEFINED_FUNCTION:
+            raise
+        # The time expression plans only for a timestamp, timestamptz or date (exporter.zones).
+        raise ContractViolation(
+            backlog.name, f"{backlog.table[-1]}.{backlog.oldest}", "not a timestamp, timestamptz or date column"
+        ) from None
     except ArgumentDoesNotFit as exc:
         # A declared value of the wrong type for its column (text for an integer column, ...).
         raise ContractViolation(backlog.name, "pending", str(exc)) from None
 
 
-async def measure(backlog: Backlog, sources: Sources) -> list[Sample]:
-    rows = await read(backlog, sources)
-    items: dict[tuple[str, ...], int] = {}
-    oldest: dict[tuple[str, ...], float] = {}
-    for row in rows:
-        labels: tuple[str, ...] = (backlog.name,)
-        if backlog.group_by is not None:
-            if row["grp"] is None:
-                raise ContractViolation(
-                    backlog.name, f"{backlog.table[-1]}.{backlog.group_by}", "NULL in a pending row"
-                )
-            labels = (backlog.name, group_label(row["grp"]))
+def _column(backlog: Backlog, column: str) -> str:
+    return f"{backlog.table[-1]}.{column}"
+
+
+def _label(backlog: Backlog, row: asyncpg.Record, key: str, column: str | None) -> tuple[str, ...]:
+    """The row's label value of `key` (grp, st), or nothing when the backlog has no such column."""
+    if column is None:
+        return ()
+    if row[key] is None:
+        raise ContractViolation(backlog.name, _column(backlog, column), "NULL in a row read")
+    return (group_label(row[key]),)
+
+
+class Counts:
+    """A backlog's counts, summed over the rows of every batch."""
+
+    def __init__(self, backlog: Backlog) -> None:
+        self.backlog = backlog
+        self.items: dict[tuple[str, ...], int] = {}
+        self.oldest: dict[tuple[str, ...], float] = {}
+        self.states: dict[tuple[str, ...], int] = {}
+        self.arrivals: dict[tuple[str, ...], int] = {}
+
+    def add(self, row: asyncpg.Record) -> None:
+        backlog = self.backlog
+        group = (backlog.name, *_label(backlog, row, "grp", backlog.group_by))
+        if backlog.states is not None:
+            state = group + _label(backlog, row, "st", backlog.states.column)
+            self.states[state] = self.states.get(state, 0) + row["rows"]
+        if backlog.arrivals is not None:
+            if row["unstamped"]:
+                raise ContractViolation(backlog.name, _column(backlog, backlog.arrivals.column), "NULL in a row read")
+            for number, window in enumerate(backlog.arrivals.windows):
+                key = (*group, window.label)
+                self.arrivals[key] = self.arrivals.get(key, 0) + row[f"arrived_{number}"]
         if not row["items"]:
-            continue  # an ungrouped batch without a pending row
-        items[labels] = items.get(labels, 0) + row["items"]
+            return  # no pending row here (an ungrouped batch's empty aggregate, or a state that is not pending)
+        self.items[group] = self.items.get(group, 0) + row["items"]
         if backlog.oldest is not None:
             if row["undated"]:
-                raise ContractViolation(backlog.name, f"{backlog.table[-1]}.{backlog.oldest}", "NULL in a pending row")
+                raise ContractViolation(backlog.name, _column(backlog, backlog.oldest), "NULL in a pending row")
             seconds = oldest_seconds(backlog, row["oldest"])
-            if labels not in oldest or seconds < oldest[labels]:
-                oldest[labels] = seconds
-    return [Sample(PENDING_ITEMS, labels, count) for labels, count in items.items()] + [
-        Sample(OLDEST_PENDING, labels, seconds) for labels, seconds in oldest.items()
-    ]
+            if group not in self.oldest or seconds < self.oldest[group]:
+                self.oldest[group] = seconds
+
+    def samples(self) -> list[Sample]:
+        thresholds = self.backlog.arrivals.alert_above if self.backlog.arrivals is not None else ()
+        return [
+            *(Sample(PENDING_ITEMS, labels, count) for labels, count in self.items.items()),
+            *(Sample(OLDEST_PENDING, labels, seconds) for labels, seconds in self.oldest.items()),
+            *(Sample(ITEMS, labels, count) for labels, count in self.states.items()),
+            *(Sample(ARRIVALS, labels, count) for labels, count in self.arrivals.items()),
+            *(Sample(ARRIVALS_THRESHOLD, (self.backlog.name, window), value) for window, value in thresholds),
+        ]
+
+
+async def measure(backlog: Backlog, sources: Sources) -> list[Sample]:
+    counts = Counts(backlog)
+    for row in await read(backlog, sources):
+        counts.add(row)
+    return counts.samples()
 
 
 def signal(backlog: Backlog) -> Signal:

@@ -3,10 +3,14 @@
 A dead-letter stream that does not exist yet is a true 0. A missing source
 stream or group (NOGROUP), or a reply or entry ID that does not parse, is a
 failure.
+
+The groups and dead-letter streams read are those of the registry: the
+built-in ones and those declared at start, all in one round trip.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -15,6 +19,7 @@ from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsReading
+from registry import Registry
 from registry.families import (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
@@ -65,14 +70,18 @@ def first_entry_time(where: str, entries: object) -> float:
     return entry_time(where, first[0])
 
 
-def samples_of(reading: StreamsReading) -> list[Sample]:
+def samples_of(
+    reading: StreamsReading,
+    groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
+    deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
+) -> list[Sample]:
     samples: list[Sample] = []
-    for (stream, group), summary in zip(STREAM_GROUPS, reading.pending, strict=True):
+    for (stream, group), summary in zip(groups, reading.pending, strict=True):
         count, oldest = pending_summary(f"XPENDING {stream} {group}", summary)
         samples.append(Sample(STREAM_PENDING.name, (stream, group), count))
         if oldest is not None:
             samples.append(Sample(STREAM_OLDEST_PENDING.name, (stream, group), oldest))
-    for stream, length, first in zip(DEADLETTER_STREAMS, reading.lengths, reading.first_entries, strict=True):
+    for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
         entries = _count(f"XLEN {stream}", length)
         samples.append(Sample(DEADLETTER_ENTRIES.name, (stream,), entries))
         if entries:
@@ -80,9 +89,23 @@ def samples_of(reading: StreamsReading) -> list[Sample]:
     return samples
 
 
-async def measure(sources: Sources) -> list[Sample]:
-    reading = await sources.require_redis(NAME).read(STREAM_GROUPS, DEADLETTER_STREAMS)
-    return samples_of(reading)
+async def measure(
+    groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], sources: Sources
+) -> list[Sample]:
+    reading = await sources.require_redis(NAME).read(groups, deadletter_streams, signal=NAME)
+    return samples_of(reading, groups, deadletter_streams)
 
 
-SIGNAL = Signal(name=NAME, source=Source.REDIS, measure=measure)
+def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> Signal:
+    """The streams signal reading these (stream, group) pairs and dead-letter streams."""
+    return Signal(name=NAME, source=Source.REDIS, measure=functools.partial(measure, groups, deadletter_streams))
+
+
+def signal_of(registry: Registry) -> Signal:
+    """The streams signal reading every pair and dead-letter stream `registry` declares."""
+    families = {family.name: family for family in registry.families_of(NAME)}
+    groups = tuple((stream, group) for stream, group in families[STREAM_PENDING.name].combinations)
+    return signal(groups, tuple(stream for (stream,) in families[DEADLETTER_ENTRIES.name].combinations))
+
+
+SIGNAL = signal(STREAM_GROUPS, DEADLETTER_STREAMS)

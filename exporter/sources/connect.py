@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from exporter.errors import DatabaseUnreachable
+from exporter.errors import ConnectNotGranted, DatabaseUnreachable
 from exporter.sources.dsn import Host, SessionAttrs, parse
 
 
@@ -117,6 +117,9 @@ async def connect(url: str, *, timeout: float, **options: Any) -> asyncpg.Connec
                     target_session_attrs="any",
                     **options,
                 )
+            except asyncpg.exceptions.InsufficientPrivilegeError:
+                # At connect, the one privilege checked is CONNECT on the database.
+                raise ConnectNotGranted(target.user, target.database) from None
             except NEXT_HOST_ERRORS as exc:
                 if isinstance(exc, TimeoutError) and limit >= remaining:
                     raise  # the exporter's own limit, not the host's connect_timeout

@@ -27,6 +27,8 @@ from typing import Any
 from asyncpg import connect_utils
 from asyncpg import exceptions as pg_exceptions
 
+from exporter.sources import url_secrets
+
 SCHEMES = ("postgresql", "postgres")
 # libpq: a connect_timeout below 2 s is taken as 2 s.
 MIN_CONNECT_TIMEOUT_SECONDS = 2.0
@@ -58,6 +60,34 @@ UNSUPPORTED_PARAMETERS = frozenset(
     }
 )
 FILE_PARAMETERS = ("passfile", "sslrootcert", "sslcert", "sslkey", "sslcrl")
+# The query parameters asyncpg reads itself, and the exporter's own: any other
+# becomes a server setting, so only these may follow a password in the query.
+DRIVER_PARAMETERS = frozenset(
+    {
+        "service",
+        "port",
+        "host",
+        "dbname",
+        "database",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "sslnegotiation",
+        "sslcrl",
+        "sslpassword",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "krbsrvname",
+        "gsslib",
+        "application_name",
+        "options",
+    }
+    | OWN_PARAMETERS
+)
 _IPV6_HOST = re.compile(r"\[[^\]]+\](?::(.*))?")
 
 
@@ -108,6 +138,8 @@ class DatabaseTarget:
     target_session_attrs: SessionAttrs
     connect_timeout: float | None  # per host, as libpq; None: only the exporter's own limit
     application_name: str | None
+    user: str = ""
+    database: str = ""
 
 
 def _query_pairs(query: str) -> list[tuple[str, str, str]]:
@@ -227,6 +259,9 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
         raise InvalidDatabaseUrl(f"not a valid URL: {exc}") from None
     if parts.scheme not in SCHEMES:
         raise InvalidDatabaseUrl(f"the scheme must be one of {', '.join(SCHEMES)}")
+    unreadable = url_secrets.ambiguity(url, DRIVER_PARAMETERS)
+    if unreadable is not None:
+        raise InvalidDatabaseUrl(unreadable)
     pairs = _query_pairs(parts.query) if parts.query else []
     secrets = _secrets(url, pairs)
     hostlist = _authority(parts.netloc)
@@ -267,6 +302,8 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
         target_session_attrs=SessionAttrs(params.target_session_attrs.value),
         connect_timeout=connect_timeout,
         application_name=last.get("application_name") or None,
+        user=params.user or "",
+        database=params.database or "",
     )
 
 
@@ -276,61 +313,10 @@ def _socket_port(path: str) -> int:
 
 
 def ambiguous_authority(url: str) -> bool:
-    """True when the user or password holds a reserved character left unencoded, so
-    that parsers disagree on where the password ends (asyncpg splits at the first
-    '@', urllib at the last; '/', '?' or '#' end the authority early).
-
-    An '@' after the authority is harmless only inside a query value
-    (`?application_name=a@b`) of a URL whose authority parses: in the path or
-    the fragment it can only come from a password cut short.
-    """
-    _, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return False
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return True
-    if parts.netloc.count("@") > 1 or "@" in parts.path or "@" in parts.fragment:
-        return True
-    if any("@" in field.partition("=")[0] for field in parts.query.split("&")):
-        return True
-    # No user at all, yet an '@' further on: the hosts must read as hosts
-    # (u:pa?x=y@h ends the authority at "u:pa", whose "port" is a password piece).
-    return "@" not in parts.netloc and _HOSTS.fullmatch(_BRACKETED.sub("", parts.netloc)) is None
-
-
-_BRACKETED = re.compile(r"\[[^\]]*\]")
-_HOSTS = re.compile(r"[^:,]*(:[0-9]+)?(,[^:,]*(:[0-9]+)?)*")
+    """True when the user or password holds an unencoded reserved character (see url_secrets)."""
+    return url_secrets.ambiguous_authority(url)
 
 
 def redact(url: str) -> str:
-    """The URL with its password replaced by ***, for messages and logs.
-
-    An unambiguous URL loses just its password. One whose authority does not
-    parse unambiguously is masked from the scheme to the last '@', user
-    included: the text before a ':' may itself be a piece of a password
-    written where the user goes. Query parameters named password go too.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url if "@" not in url else "***"
-    if ambiguous_authority(url):
-        rest = "***" + rest[rest.rfind("@") :]
-    else:
-        netloc = urllib.parse.urlsplit(url).netloc
-        if "@" in netloc:
-            userinfo, _at, hosts = netloc.partition("@")
-            user, colon, _password = userinfo.partition(":")
-            rest = f"{user}:***@" if colon else f"{user}@"
-            rest += hosts + url.partition("://")[2][len(netloc) :]
-    head, qmark, query = rest.partition("?")
-    if qmark:
-        query, hash_mark, fragment = query.partition("#")
-        hidden = []
-        for pair in query.split("&"):
-            key, eq, _value = pair.partition("=")
-            secret = urllib.parse.unquote_plus(key).lower() in ("password", "sslpassword")
-            hidden.append(f"{key}=***" if eq and secret else pair)
-        rest = f"{head}?{'&'.join(hidden)}{hash_mark}{fragment}"
-    return f"{scheme}://{rest}"
+    """The URL with every credential replaced by ***, for messages and logs (see url_secrets.mask_url)."""
+    return url_secrets.mask_url(url)

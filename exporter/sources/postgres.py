@@ -9,7 +9,7 @@ Tenant schemas are read in batches, one statement each.
 
 Every statement runs in a transaction of its own that carries its guarantees
 with it: `BEGIN READ ONLY` and `SET LOCAL` of the statement and lock timeouts,
-no parallel workers, no JIT, sent as one simple-query message (one round
+no parallel workers, no JIT, TimeZone UTC, sent as one simple-query message (one round
 trip), then the statement, then COMMIT, which releases the locks of its tables
 before the next one. Nothing is set for the session (only `application_name`
 at connect, which every pooler accepts), so the guarantees hold whatever road
@@ -47,12 +47,14 @@ from enum import StrEnum
 import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock, Timer
-from exporter.errors import SessionNotKept, TenantListUnreadable
+from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
+from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.sources.postgres_errors import typed_errors
+from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")
@@ -64,8 +66,6 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.UndefinedColumnError,
 )
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
-BACKEND_PID_SQL = "SELECT pg_backend_pid()"
-COMMIT_SQL = "COMMIT"
 ROLLBACK_SQL = "ROLLBACK"
 # Server errors after which the connection is of no further use: the server
 # ends the session (shutdown, crash, a connection failure).
@@ -101,6 +101,7 @@ class PostgresSettings:
     max_queries_per_connection: int
     pool_mode: PoolMode
     application_name: str = "orpycamcp-exporter"
+    replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
 
 
 def milliseconds(seconds: float) -> str:
@@ -121,6 +122,8 @@ def transaction_opening(timeouts: Timeouts) -> str:
         # Parallel workers each open every tenant table cold: these many-table
         # statements run several times faster without them.
         " SET LOCAL max_parallel_workers_per_gather = 0;"
+        # A timestamp without time zone compared with now() (declared arrivals) is read as UTC.
+        " SET LOCAL TimeZone = 'UTC';"
         # A large batch can cross jit_above_cost; compiling it costs more than running it.
         " SET LOCAL jit = off"
     )
@@ -160,14 +163,6 @@ class _Lane:
         return connection
 
 
-@dataclass(frozen=True)
-class SessionProbe:
-    """Whether a connection keeps its server session from one transaction to the next."""
-
-    kept: bool
-    evidence: str
-
-
 class _Road:
     """What the readers of one set of lanes learned about the road to the server."""
 
@@ -203,6 +198,7 @@ class Postgres:
         self._lane_released = asyncio.Event()
         self._signal_lanes: dict[str, int] = {}
         self._tenants_in_flight: asyncio.Task[list[str]] | None = None
+        self._standby_in_flight: asyncio.Task[ReplicaLink | None] | None = None
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
         self.prepares = 0  # statements prepared by name (planned anew), in session mode
@@ -210,6 +206,35 @@ class Postgres:
     # -- lanes ---------------------------------------------------------------
 
     async def _connect(self) -> asyncpg.Connection:
+        """A new connection for a lane; in session pool mode, only once the road is
+        known to keep its server session (so no value is ever read on one that
+        does not)."""
+        connection = await self._open()
+        if self.settings.pool_mode is PoolMode.SESSION:
+            await self._decide_road(connection)
+        return connection
+
+    async def _decide_road(self, connection: asyncpg.Connection) -> None:
+        """Raises SessionNotKept (and drops `connection`) unless it keeps its server session."""
+        try:
+            other = await self._open()
+            try:
+                probe = await probe_road(connection, other, self._opening, self.timeouts)
+            finally:
+                other.terminate()
+        except RoadUndecided as undecided:
+            # As before the probe: every pass still checks the server process and
+            # every statement name, so a changed session is found, never read.
+            log.warning("the road to the database was not checked: %s; checked on every pass instead", undecided)
+            return
+        except BaseException:
+            connection.terminate()
+            raise
+        if not probe.kept:
+            connection.terminate()
+            raise self._session_not_kept(probe.evidence)
+
+    async def _open(self) -> asyncpg.Connection:
         s = self.settings
         connection: asyncpg.Connection = await connect(
             s.url,
@@ -346,7 +371,7 @@ class Postgres:
                 lane.prepared.pop(sql, None)
                 raise
         except _SESSION_STATE_LOST as exc:
-            raise self._session_not_kept(f"{exc.sqlstate}: {exc}") from exc
+            raise self._session_not_kept(server_words(exc)) from exc
         return rows
 
     async def _check_session(self, lane: _Lane) -> None:
@@ -404,41 +429,21 @@ class Postgres:
 
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
-        while another connection holds a transaction open: a direct connection or
-        a session pooler always does, a transaction pooler cannot (for diagnose)."""
+        (exporter.sources.road), whatever the pool mode (for diagnose)."""
         self._life.ensure_open()
         with typed_errors():
             return await self._probe_session()
 
     async def _probe_session(self) -> SessionProbe:
-        first = await self._connect()
+        first = await self._open()
         try:
-            second = await self._connect()
+            second = await self._open()
             try:
-                pid = await self._probe_pid(first)
-                await second.execute(self._opening, timeout=self.timeouts.client)
-                lent: int = await second.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
-                if lent == pid:
-                    return SessionProbe(False, f"server process {pid} served two connections in turn")
-                try:
-                    # Bounded like a lock wait: a pooler with one server session
-                    # makes this wait for the other connection's transaction.
-                    again = await asyncio.wait_for(self._probe_pid(first), self.timeouts.lock)
-                except TimeoutError:
-                    return SessionProbe(False, "a connection waited for another connection's transaction to end")
-                if again != pid:
-                    return SessionProbe(False, f"server process {pid} became {again} between two transactions")
-                return SessionProbe(True, f"server process {pid} kept between transactions")
+                return await probe_road(first, second, self._opening, self.timeouts)
             finally:
                 second.terminate()
         finally:
             first.terminate()
-
-    async def _probe_pid(self, connection: asyncpg.Connection) -> int:
-        await connection.execute(self._opening, timeout=self.timeouts.client)
-        pid: int = await connection.fetchval(BACKEND_PID_SQL, timeout=self.timeouts.client)
-        await connection.execute(COMMIT_SQL, timeout=self.timeouts.client)
-        return pid
 
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
@@ -452,6 +457,29 @@ class Postgres:
             life=self._life,
             clock=self.clock,
         )
+
+    async def standby_link(self) -> ReplicaLink | None:
+        """How far behind its primary the server read may be (None on a primary),
+        read once for the signals (and the replay-lag gauge) that ask at the same time."""
+        if self._standby_in_flight is None:
+            task = asyncio.get_running_loop().create_task(self._read_standby())
+            self._standby_in_flight = task
+            task.add_done_callback(self._standby_read)
+        return await asyncio.shield(self._standby_in_flight)
+
+    def _standby_read(self, task: asyncio.Task[ReplicaLink | None]) -> None:
+        self._standby_in_flight = None
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case every reader gave up waiting
+
+    async def _read_standby(self) -> ReplicaLink | None:
+        row = (await self.fetch(STANDBY_SQL))[0]
+        return standby_link(bool(row["standby"]), row["lag"])
+
+    async def require_fresh(self, signal: str) -> None:
+        """Raises ReplicaStale when the server read is a standby too far behind its primary."""
+        link = await self.standby_link()
+        require_fresh(signal, link, self.settings.replica_max_staleness, "--database.replica-max-staleness")
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
@@ -559,11 +587,11 @@ class Postgres:
         return rows
 
     async def close(self) -> None:
-        """Cancel the passes and the tenant list in flight, then close every
-        connection (a statement cut is cancelled on the server first), each
-        step bounded; nothing connects again."""
+        """Cancel the passes, the tenant list and the standby check in flight, then
+        close every connection (a statement cut is cancelled on the server first),
+        each step bounded; nothing connects again."""
         self._life.close()
-        await cancel_and_wait([*self._passes.values(), self._tenants_in_flight])
+        await cancel_and_wait([*self._passes.values(), self._tenants_in_flight, self._standby_in_flight])
         for lane in self._lanes:
             self._close_later(lane.forget())
         if self._closing:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import asyncpg
 
-from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, Reason
+from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, Reason, server_words
 
 # The SQLSTATEs (by asyncpg's class for each) the exporter knows; the first match wins.
 REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
@@ -32,15 +32,22 @@ REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
 )
 
 
+# What PgBouncer answers a transaction block in pool_mode = statement, as it closes the connection.
+STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
+
+
 def translated(exc: BaseException) -> BaseException:
     """The typed error for an asyncpg exception; any other exception itself."""
     if isinstance(exc, asyncpg.exceptions.DataError):
         # A value of the wrong type for its column: asyncpg refuses to bind it, or
         # the server to read it (SQLSTATE class 22).
         return ArgumentDoesNotFit(str(exc))
+    if isinstance(exc, asyncpg.exceptions.PostgresConnectionError) and STATEMENT_POOLING in str(exc):
+        # PgBouncer's only word for it.
+        return DatabaseRefused(Reason.STATEMENT_POOLER, exc.sqlstate, server_words(exc))
     if isinstance(exc, asyncpg.PostgresError):
         reason = next((reason for kind, reason in REASONS if isinstance(exc, kind)), Reason.SQL_ERROR)
-        return DatabaseRefused(reason, exc.sqlstate, str(exc))
+        return DatabaseRefused(reason, exc.sqlstate, server_words(exc))
     if isinstance(exc, asyncpg.exceptions.InternalClientError):
         # A connection the server dropped mid-conversation (a crash, a kill) can be
         # left in a protocol state asyncpg refuses to use; it is replaced.

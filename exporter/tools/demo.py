@@ -15,6 +15,7 @@ import redis.asyncio
 
 from exporter import logs
 from exporter.contract import sql
+from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.settings import load
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -36,15 +37,22 @@ async def load_contract(url: str, *, demo_data: bool, exporter_password: str | N
         await connection.close()
 
 
-async def load_demo_streams(url: str) -> None:
-    """Consumer groups with a few unacknowledged messages and a dead-letter entry."""
+async def load_demo_streams(url: str, declared: DeclaredStreams = NO_STREAMS) -> None:
+    """Consumer groups with a few unacknowledged messages and a dead-letter entry; the
+    declared groups (one message each, the first group's delivered and not acknowledged)
+    and a dead-letter entry in the first declared dead-letter stream."""
     client = redis.asyncio.Redis.from_url(url, decode_responses=True)
     try:
-        for stream, group in STREAM_GROUPS:
+        for stream, group in STREAM_GROUPS + declared.consumer_groups:
             await client.xgroup_create(stream, group, id="0", mkstream=True)
             await client.xadd(stream, {"event": "document.signed"})
         await client.xreadgroup("signature-service", "demo-consumer", {"orpycamcp.document.events": ">"}, count=1)
         await client.xadd(DEADLETTER_STREAMS[0], {"event": "document.signed", "error": "certificate expired"})
+        if declared.consumer_groups:
+            stream, group = declared.consumer_groups[0]
+            await client.xreadgroup(group, "demo-consumer", {stream: ">"}, count=1)
+        for stream in declared.dead_letter_streams[:1]:
+            await client.xadd(stream, {"event": "invoice.issued", "error": "ledger closed"})
     finally:
         await client.aclose()
 
@@ -68,7 +76,7 @@ def run_demo(values: Mapping[str, Any]) -> int:
         asyncio.run(load_contract(postgres.url(), demo_data=True, exporter_password=password))
         try:
             redis_server = start_redis()
-            asyncio.run(load_demo_streams(redis_server.url))
+            asyncio.run(load_demo_streams(redis_server.url, checked.streams))
         except ServerUnavailable as exc:
             print(f"{exc}; the streams signal stays off", file=sys.stderr)
         overrides = dict(values)

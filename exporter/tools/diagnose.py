@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from exporter.errors import Reason
 from exporter.measure import measure
@@ -15,12 +16,15 @@ from exporter.outcomes import Failure, classify
 from exporter.printable import printable
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
-from exporter.signals import Signal
+from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.sources.postgres import PoolMode, Postgres
+from exporter.sources.road import RoadUndecided, SessionProbe
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
+from exporter.tools.reach import NO_SESSION_HINT, accepting_host
+from exporter.tools.times import check as check_times
 
 SERVER_SQL = (
     "SELECT current_setting('server_version') AS version, current_user AS role,"
@@ -36,7 +40,8 @@ NOT_PER_TENANT = frozenset(
         Reason.TOO_MANY_CONNECTIONS,
         Reason.TENANT_LIST_UNREADABLE,
         Reason.TRANSACTION_POOLER,
-        Reason.TIMEOUT,
+        Reason.STATEMENT_POOLER,
+        Reason.CONNECT_NOT_GRANTED,
         Reason.NOT_CONFIGURED,
     }
 )
@@ -46,41 +51,82 @@ async def _first_failing_tenant(
     signal: Signal, postgres: Postgres, timeouts: Timeouts, catalog: Catalog
 ) -> tuple[str, Failure] | None:
     """The first active tenant on whose schema alone the signal fails; None when none
-    does, or when the tenants cannot be listed (already reported)."""
+    does, or when the tenants cannot be listed (already reported).
+
+    Read on connections of its own: a statement the signal's measurement left
+    running (a slow table, a lock) must not make the first tenant look slow."""
+    searcher = Postgres(postgres.settings, timeouts)
     try:
-        async with asyncio.timeout(timeouts.deadline):
-            slugs = await postgres.active_tenant_slugs()
-    except Exception:  # reported with the PostgreSQL description and the signal's own line
+        try:
+            async with asyncio.timeout(timeouts.deadline):
+                slugs = await searcher.active_tenant_slugs()
+        except Exception:  # reported with the PostgreSQL description and the signal's own line
+            return None
+        for slug in slugs:
+            outcome = await measure(signal, Sources(postgres=searcher.narrowed([slug])), timeouts, catalog.registry)
+            if outcome.failure is not None:
+                return slug, outcome.failure
         return None
-    for slug in slugs:
-        outcome = await measure(signal, Sources(postgres=postgres.narrowed([slug])), timeouts, catalog.registry)
-        if outcome.failure is not None:
-            return slug, outcome.failure
-    return None
+    finally:
+        with contextlib.suppress(Exception):
+            await searcher.close()
 
 
-async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
-    """What the server and the road to it are; False when it cannot be read or
-    the road does not fit the pool mode."""
+class Described(NamedTuple):
+    """What describing PostgreSQL found: whether it could be read, and the failure
+    every PostgreSQL signal shares when the road gives no usable session."""
+
+    readable: bool
+    road: Failure | None = None
+
+
+async def _road_failure(exc: Exception, postgres: Postgres, timeouts: Timeouts) -> tuple[Failure, str]:
+    """The failure of a road that gave no session, and its hint."""
+    failure = classify(exc, timeouts.deadline)
+    if failure.reason is Reason.TIMEOUT:
+        host = await accepting_host(postgres.settings.url, timeouts.lock)
+        if host is not None:
+            detail = f"{host} accepts connections but gave no session within {timeouts.deadline:g} s"
+            return Failure(Reason.TIMEOUT, detail), NO_SESSION_HINT
+    return failure, hint(failure.reason)
+
+
+async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> Described:
+    """What the server and the road to it are. The road is checked first: when it
+    gives no session, or none that fits the pool mode, nothing is read on it."""
     say(f"PostgreSQL {redact_url(postgres.settings.url)}")
+    probe: SessionProbe | None = None
     try:
         async with asyncio.timeout(timeouts.deadline):
             probe = await postgres.probe_session()
+    except RoadUndecided as undecided:
+        say(f"warn pool mode: the road was not checked: {undecided.evidence}")
+    except Exception as exc:  # reported as a reason, like any measurement
+        failure, advice = await _road_failure(exc, postgres, timeouts)
+        say(f"  cannot connect: {failure.reason}: {failure.detail}")
+        say(f"  hint: {advice}")
+        return Described(False, failure)
+    mode = postgres.settings.pool_mode
+    if probe is not None and mode is PoolMode.SESSION and not probe.kept:
+        say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
+        say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
+        return Described(
+            False, Failure(Reason.TRANSACTION_POOLER, f"the road does not keep sessions ({probe.evidence})")
+        )
+    try:
+        async with asyncio.timeout(timeouts.deadline):
             row = (await postgres.fetch(SERVER_SQL))[0]
             slugs = await postgres.active_tenant_slugs()
     except Exception as exc:  # reported as a reason, like any measurement
         failure = classify(exc, timeouts.deadline)
         say(f"  cannot read: {failure.reason}: {failure.detail}")
         say(f"  hint: {hint(failure.reason)}")
-        return False
+        return Described(False)
     say(f"  server {row['version']}, role {row['role']}, read-only {row['read_only']}")
     say(f"  {len(slugs)} active tenants")
-    mode = postgres.settings.pool_mode
-    if mode is PoolMode.SESSION and not probe.kept:
-        say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
-        say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
-        return False
-    if mode is PoolMode.SESSION:
+    if probe is None:
+        pass  # said above
+    elif mode is PoolMode.SESSION:
         say(f"  pool mode session: connections keep their server session ({probe.evidence})")
     elif not probe.kept:
         say(f"  pool mode transaction: a transaction pooler is in front ({probe.evidence})")
@@ -90,7 +136,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
             " --database.pool-mode session would plan each batch statement once per connection"
             " instead of on every refresh"
         )
-    return True
+    return Described(True)
 
 
 async def _report(
@@ -119,7 +165,8 @@ async def _report(
 async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
     """Warn about declared backlogs the planner would read with a whole-table scan."""
     for backlog in settings.backlogs:
-        if backlog.name not in settings.signals:
+        # A backlog with states reads every row by design: a sequential scan is its plan.
+        if backlog.name not in settings.signals or backlog.states is not None:
             continue
         try:
             async with asyncio.timeout(settings.deadline):
@@ -130,12 +177,31 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
             say(f"     {backlog.name}: plan not checked: {failure.reason}")
             continue
         for scan in scans:
+            rows = "pending rows and recent arrivals" if backlog.arrivals is not None else "pending rows"
             say(
                 f"warn {backlog.name}: the planner reads all of {scan.table} (~{scan.rows:,} rows, over"
-                f" {SEQSCAN_ROWS:,}) with a sequential scan for its pending rows"
+                f" {SEQSCAN_ROWS:,}) with a sequential scan for its {rows}"
             )
             assert table is not None
-            say(f"     hint: index the pending rows: {suggested_index(backlog, table)}")
+            say(f"     hint: index the rows read: {suggested_index(backlog, table)}")
+
+
+async def _check_times(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
+    """What each declared backlog's `oldest` column is, and the zone it is read in."""
+    for backlog in settings.backlogs:
+        if backlog.name not in settings.signals or backlog.oldest is None:
+            continue
+        try:
+            async with asyncio.timeout(settings.deadline):
+                found = await check_times(backlog, postgres)
+        except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
+            failure = classify(exc, settings.deadline)
+            say(f"     {backlog.name}: time column not checked: {failure.reason}")
+            continue
+        for finding in found:
+            say(finding.line)
+            if finding.hint is not None:
+                say(f"     hint: {finding.hint}")
 
 
 def _escaped(say: Callable[[str], None]) -> Callable[[str], None]:
@@ -147,15 +213,21 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     say = _escaped(say)
     timeouts = timeouts_of(settings)
-    catalog = catalog_of(settings.backlogs)
+    catalog = catalog_of(settings.backlogs, settings.streams)
     sources = build_sources(settings)
     healthy = True
+    road: Failure | None = None
     try:
         if sources.postgres is not None:
-            healthy = await _describe_postgres(sources.postgres, timeouts, say)
+            healthy, road = await _describe_postgres(sources.postgres, timeouts, say)
         if sources.redis is not None:
             say(f"Redis {redact_url(sources.redis.settings.url)}")
         for name in settings.signals:
+            if road is not None and catalog.signals[name].source is Source.POSTGRES:
+                # Not measured: it would only wait for the same road again.
+                say(f"FAIL {name}: not measurable: {road.reason}: {road.detail}")
+                say("     hint: see PostgreSQL above")
+                continue
             try:
                 healthy = await _report(name, sources, timeouts, catalog, say) and healthy
             except Exception as exc:  # a defect of diagnose itself still ends as a line, never a traceback
@@ -163,8 +235,9 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                 say(f"FAIL {name}: not measurable: {failure.reason}: {failure.detail}")
                 say(f"     hint: {hint(failure.reason)}")
                 healthy = False
-        if sources.postgres is not None:
+        if sources.postgres is not None and road is None:
             await _check_plans(settings, sources.postgres, say)
+            await _check_times(settings, sources.postgres, say)
     finally:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(5):

@@ -15,11 +15,13 @@ PG_LOCKS = "SELECT * FROM pg_locks WHERE NOT granted"
 HINTS: dict[Reason, str] = {
     Reason.UNREGISTERED_FAMILY: "the exporter emitted a family outside the registry: a defect, please report it",
     Reason.UNREGISTERED_VALUE: "the data holds a value the registry does not declare: fix the row, or declare the"
-    " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups`)",
+    " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups` or its"
+    " `states` values)",
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
-    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it",
+    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it; for a declared"
+    " backlog's time column, `diagnose` says which type and zone it is read in",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: f"the signal's source is not configured: set {DATABASE_URL} or {REDIS_URL}",
     Reason.TIMEOUT: f"the measurement did not finish within {DEADLINE}: look for locks ({PG_LOCKS})"
@@ -48,6 +50,18 @@ HINTS: dict[Reason, str] = {
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
     " database, and the exporter runs in session pool mode: set"
     f" {setting('pool_mode', 'transaction')} and restart it; `diagnose` checks the road",
+    Reason.STATEMENT_POOLER: "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
+    " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
+    f" {setting('pool_mode', 'transaction')}",
+    Reason.CONNECT_NOT_GRANTED: "the role may not connect to the database: GRANT CONNECT ON DATABASE <database>"
+    " TO orpycamcp_exporter (exporter/contract/grants.sql grants it with the rest)",
+    Reason.REPLICA_STALE: "the server read is a replica (or a standby) that has not heard from its master for"
+    " longer than the bound: mend its link (Redis: INFO replication, master_link_status; PostgreSQL:"
+    f" pg_stat_wal_receiver), read the master instead, or raise {flag_of('redis_replica_max_staleness')} /"
+    f" {flag_of('database_replica_max_staleness')} (docs/connecting.md, Replicas and standbys)",
+    Reason.CLUSTER_CHANGED: "a Redis Cluster slot moved (a resharding, a failover) since the slot map was read:"
+    " the next measurement reads the new slot map; if it lasts, check the cluster (redis-cli --cluster check"
+    " HOST:PORT)",
     Reason.MISSING_GROUP: "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)",
     Reason.REDIS_ERROR: "Redis refused a command: see the detail and check the key's type (TYPE <key>)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",

@@ -43,7 +43,16 @@ def suggested_index(backlog: Backlog, table: str) -> str:
     """The index to create: for a tenant-scope backlog without a negated
     condition, one leading with the pending columns (its prepared statements
     run generic plans, which a partial index on literals cannot serve);
-    otherwise a partial index on the pending predicate."""
+    otherwise a partial index on the pending predicate; with arrivals, an index
+    on the arrival column besides. (A backlog with states reads every row: no
+    index spares it that.)"""
+    pending_index = _pending_index(backlog, table)
+    if backlog.arrivals is not None:
+        return f"{pending_index}; CREATE INDEX ON {table} ({quote_identifier(backlog.arrivals.column)})"
+    return pending_index
+
+
+def _pending_index(backlog: Backlog, table: str) -> str:
     keys = [quote_identifier(c) for c in (backlog.group_by, backlog.oldest) if c is not None]
     if backlog.scope is Scope.TENANT and not any(condition.negated for condition in backlog.pending):
         leading = [quote_identifier(condition.column) for condition in backlog.pending]

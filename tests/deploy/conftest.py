@@ -13,6 +13,18 @@ EXPORTER_TAG = "orpycamcp-exporter:test"
 REPORT: list[str] = []
 
 
+# The first test that needs the images builds them on a cold engine (a Debian base by
+# debootstrap, three server images, the exporter's two stages): minutes on a loaded
+# machine, beyond the suite's per-test timeout. Each docker command has its own bound.
+IMAGE_BUILDING_TIMEOUT = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if {"server_images", "exporter_image"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.timeout(IMAGE_BUILDING_TIMEOUT))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if REPORT:
         terminalreporter.section("image and compose measurements")

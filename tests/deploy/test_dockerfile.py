@@ -182,19 +182,38 @@ def test_final_stage_gets_only_the_virtualenv() -> None:
     assert env["PATH"].startswith("/opt/venv/bin:")
 
 
-def test_builder_installs_the_project_from_its_metadata_without_cache() -> None:
+def test_builder_installs_the_locks_with_hash_checking_and_the_project_without_dependencies() -> None:
     builder = STAGES[0]
     env = key_values(" ".join(i.args for i in builder if i.keyword == "ENV"))
     assert env.get("PIP_NO_CACHE_DIR") == "1"
     runs = [instruction.args for instruction in builder if instruction.keyword == "RUN"]
     # The interpreter is the base's python3, wherever the base keeps it.
     assert runs[0] == "python3 -m venv /opt/venv"
-    install = runs[1]
-    # From the wheelhouse only when it holds wheels, else from the package index.
-    assert "pip install --no-cache-dir --no-index --find-links=wheels ." in install
-    assert "else pip install --no-cache-dir . ;" in install
-    assert install.endswith("&& pip uninstall --yes pip setuptools")
+    dependencies, project = runs[1], runs[2]
+    # From the wheelhouse only when it holds wheels, else from the package index; hashes checked either way.
+    assert "then set -- --no-index --find-links=wheels; fi" in dependencies
+    installs = [part.strip() for part in dependencies.split("&&") if " install " in part]
+    assert installs == [
+        '/opt/build-tools/bin/pip install --no-cache-dir --require-hashes "$@" -r requirements/build.txt',
+        'pip install --no-cache-dir --require-hashes "$@" -r requirements/runtime.txt',
+    ]
+    steps = [part.strip() for part in project.split("&&")]
+    assert steps[0].startswith("/opt/build-tools/bin/pip wheel --no-cache-dir --no-deps --no-build-isolation ")
+    assert steps[1] == "pip install --no-cache-dir --no-index --no-deps /tmp/dist/*.whl"
+    assert steps[2] == "pip uninstall --yes pip setuptools"
+    # The SBOM records the virtualenv as the final stage gets it: after the installer left.
+    assert steps[3].startswith("/opt/build-tools/bin/cyclonedx-py environment ")
+    assert steps[3].endswith("--output-file /opt/venv/sbom.cdx.json /opt/venv/bin/python")
     assert not any("apt-get" in run or "gcc" in run for run in runs), "no build tools are needed: wheels exist"
+
+
+def test_builder_copies_the_locks_it_installs() -> None:
+    copied = [i.args.split() for i in STAGES[0] if i.keyword == "COPY"]
+    assert ["requirements/runtime.txt", "requirements/build.txt", "requirements/"] in copied
+    patterns = dockerignore_patterns()
+    for lock in ("requirements/runtime.txt", "requirements/build.txt"):
+        assert not dockerignore_excludes(lock, patterns), f".dockerignore leaves {lock} out"
+    assert dockerignore_excludes("requirements/test.txt", patterns)
 
 
 def test_the_wheelhouse_reaches_the_build_context_and_its_wheels_not_git() -> None:

@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import re
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import docker.errors
 import httpx
 import pytest
 import redis as redis_client
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
 
 from devkit.containers import ContainerPostgres, ContainerRedis, start_container_postgres, start_container_redis
 from devkit.docker_engine import DockerEngine
 from devkit.images import BuiltImage
+from devkit.locks import pins
 from devkit.servers import free_port
 from exporter.tools.demo import EXPORTER_ROLE
 from registry import SIGNALS, VERSION
@@ -31,6 +37,7 @@ from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import Page, parse
 
 from .conftest import REPORT
+from .files import REPO_ROOT
 
 USER = "65532:65532"
 # Fast health checks for the tests; the test command itself is the image's (an empty test inherits it).
@@ -172,9 +179,14 @@ def start_exporter(client: Any, exporter_image: BuiltImage) -> Iterator[Any]:
     started: list[Any] = []
 
     def start(
-        command: list[str], env: dict[str, str], port: int, host_network: bool = False, listen_port: int = 9874
+        command: list[str],
+        env: dict[str, str],
+        port: int,
+        host_network: bool = False,
+        listen_port: int = 9874,
+        options: dict[str, Any] | None = None,
     ) -> Exporter:
-        options: dict[str, Any] = {"environment": env, "healthcheck": FAST_HEALTH, "detach": True}
+        options = {"environment": env, "healthcheck": FAST_HEALTH, "detach": True, **(options or {})}
         if host_network:
             options["network_mode"] = "host"
         else:
@@ -233,13 +245,86 @@ def test_holds_no_compiler_no_test_code_no_secret(client: Any, exporter_image: B
     REPORT.append(f"image layers: the virtualenv layer is {venv[0] / 1e6:.1f} MB of {image.attrs['Size'] / 1e6:.1f} MB")
 
 
+def test_the_sbom_lists_what_the_virtualenv_holds(client: Any, exporter_image: BuiltImage) -> None:
+    """/opt/venv/sbom.cdx.json names every distribution the image's Python sees, at the locked versions."""
+    script = (
+        "import importlib.metadata as m, json, platform;"
+        "print(json.dumps({'sbom': json.load(open('/opt/venv/sbom.cdx.json')), 'python': platform.python_version(),"
+        " 'installed': {d.name: d.version for d in m.distributions()}}))"
+    )
+    found = json.loads(run_once(client, exporter_image, ["-c", script], entrypoint="python3"))
+    sbom = found["sbom"]
+    assert (sbom["bomFormat"], sbom["specVersion"]) == ("CycloneDX", "1.6")
+    listed = {str(canonicalize_name(c["name"])): str(c["version"]) for c in sbom["components"]}
+    installed = {str(canonicalize_name(name)): version for name, version in found["installed"].items()}
+    assert listed == installed
+    assert listed["orpycamcp-exporter"] == VERSION
+    python = {"python_full_version": found["python"], "python_version": found["python"].rsplit(".", 1)[0]}
+    locked = {
+        str(canonicalize_name(pin.name)): pin.version
+        for pin in pins((REPO_ROOT / "requirements" / "runtime.txt").read_text())
+        if pin.marker is None or Marker(pin.marker).evaluate(python)
+    }
+    assert {name: version for name, version in listed.items() if name != "orpycamcp-exporter"} == locked
+    REPORT.append(f"image SBOM: {len(listed)} components, Python {found['python']}")
+
+
 # --- serving ------------------------------------------------------------------------------------------
 
 
 def test_serve_measures_every_signal_exactly(stack: Stack, start_exporter: Any) -> None:
     port = free_port()
     exporter = start_exporter(["serve"], stack.bridge_env(), port)
+    assert_exact(exporter.scrape(), exporter)
+
+
+def test_serves_exact_values_restricted_like_the_kubernetes_deployment(
+    stack: Stack, start_exporter: Any, tmp_path: Path
+) -> None:
+    """Read-only root filesystem, every capability dropped, no new privileges, a
+    non-root user, the URLs read from files of a read-only mount with mode 0440
+    (deploy/kubernetes/base/deployment.yaml): the same exact values."""
+    urls = tmp_path / "urls"
+    urls.mkdir()
+    env = stack.bridge_env()
+    for name, key in (("DATABASE_URL", "database-url"), ("REDIS_URL", "redis-url")):
+        path = urls / key
+        path.write_text(env[name] + "\n", encoding="utf-8")
+        os.chown(path, 0, 65532)
+        path.chmod(0o440)
+    mounted = "/etc/orpycamcp/urls"
+    restricted = {
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "user": USER,
+        "volumes": {str(urls): {"bind": mounted, "mode": "ro"}},
+    }
+    file_env = {
+        "ORPYCAMCP_DATABASE_URL_FILE": f"{mounted}/database-url",
+        "ORPYCAMCP_REDIS_URL_FILE": f"{mounted}/redis-url",
+    }
+    exporter = start_exporter(["serve"], file_env, free_port(), options=restricted)
+    host_config = exporter.container.attrs["HostConfig"]
+    assert host_config["ReadonlyRootfs"] is True
+    assert host_config["CapDrop"] == ["ALL"]
+    assert host_config["SecurityOpt"] == ["no-new-privileges"]
+    probe = "import os; print(os.getuid()); open('/opt/venv/written', 'w')"
+    result = exporter.container.exec_run(["python3", "-c", probe])
+    output = result.output.decode()
+    assert result.exit_code != 0
+    assert output.startswith("65532\n")
+    assert "Read-only file system" in output
     page = exporter.scrape()
+    assert_exact(page, exporter)
+    REPORT.append(
+        "restricted container (--read-only --cap-drop ALL --security-opt no-new-privileges, user 65532, URLs from"
+        f" files): {sum(page.measured(signal) for signal in SIGNALS)} of {len(SIGNALS)} signals measured, values exact"
+    )
+
+
+def assert_exact(page: Page, exporter: Exporter) -> None:
+    """The stack's fixtures, measured exactly."""
     for signal in SIGNALS:
         assert page.measured(signal) == 1, f"{signal}: {exporter.logs()}"
     pending = {group: page.get("orpycamcp_dlq_pending_events", origin_group=group) for group in ORIGIN_GROUPS}

@@ -1,10 +1,11 @@
-"""The wheel as `pip install` users get it: built, installed with its
+"""The wheel as `pip install` users get it: built, installed with its locked
 dependencies into a fresh virtualenv, and every command run from a directory
 outside the checkout (nothing of the source tree on the path)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from packaging.utils import canonicalize_name
 
+from devkit.locks import pins
 from devkit.process import running_process
 from devkit.servers import PostgresServer, free_port
 from registry import SIGNALS, VERSION
@@ -21,6 +24,8 @@ from tests.platform import create_platform
 from tests.scrapes import parse
 
 from .files import REPO_ROOT
+
+RUNTIME_LOCK = REPO_ROOT / "requirements" / "runtime.txt"
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +57,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = (root / "dist").glob("orpycamcp_exporter-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
     pip = [str(root / "venv" / "bin" / "pip"), "install", "--quiet", "--no-index"]
-    install = subprocess.run(
-        [*pip, "--find-links", str(REPO_ROOT / "wheels"), str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert install.returncode == 0, install.stderr
+    # The dependencies as the lock pins them, hashes checked; then the wheel alone.
+    locked = ["--require-hashes", "--find-links", str(REPO_ROOT / "wheels"), "-r", str(RUNTIME_LOCK)]
+    for arguments in (locked, ["--no-deps", str(wheel)]):
+        install = subprocess.run([*pip, *arguments], capture_output=True, text=True, timeout=600, check=False)
+        assert install.returncode == 0, install.stderr
     return root / "venv" / "bin"
 
 
@@ -128,3 +130,30 @@ def test_demo(installed: Path, tmp_path: Path) -> None:
             assert page.measured(name) == 1, demo.log()
         demo.process.send_signal(signal.SIGINT)
         assert demo.process.wait(timeout=60) == 0, demo.log()
+
+
+def installed_distributions(python: Path, cwd: Path) -> dict[str, str]:
+    """{name: version} of every distribution `python` sees, as importlib.metadata tells it there."""
+    script = "import importlib.metadata as m, json; print(json.dumps({d.name: d.version for d in m.distributions()}))"
+    done = subprocess.run([str(python), "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60, check=True)
+    return {str(canonicalize_name(name)): version for name, version in json.loads(done.stdout).items()}
+
+
+def test_the_sbom_lists_what_the_virtualenv_holds(installed: Path, tmp_path: Path) -> None:
+    sbom = tmp_path / "sbom.cdx.json"
+    done = subprocess.run(
+        [str(REPO_ROOT / "scripts" / "sbom"), str(installed.parent), str(sbom)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(sbom.read_text())
+    assert document["bomFormat"] == "CycloneDX"
+    listed = {str(canonicalize_name(c["name"])): str(c["version"]) for c in document["components"]}
+    assert listed == installed_distributions(installed / "python", tmp_path)
+    assert listed["orpycamcp-exporter"] == VERSION
+    for pin in pins(RUNTIME_LOCK.read_text()):
+        if pin.marker is None:
+            assert listed[str(canonicalize_name(pin.name))] == pin.version, pin.name

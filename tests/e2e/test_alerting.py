@@ -117,8 +117,15 @@ def test_alerts_fire_are_inhibited_and_resolve(
 
     # 2. Every dashboard query returns data from this Prometheus.
     # Except the families this stack has no reason to emit: no backlog is
-    # declared, and the exporter reads a primary (no replay lag).
-    absent_here = ("orpycamcp_backlog_", 'signal=~"$backlog"', "orpycamcp_database_replay_lag_seconds")
+    # declared, and the exporter reads primaries (no replica lag).
+    # Every signal is measured here, so no failure reason either.
+    absent_here = (
+        "orpycamcp_backlog_",
+        'signal=~"$backlog"',
+        "orpycamcp_database_replay_lag_seconds",
+        "orpycamcp_redis_replica_lag_seconds",
+        "orpycamcp_signal_failure_info",
+    )
     exprs = [expr for expr in panel_exprs() if not any(part in expr for part in absent_here)]
     assert len(exprs) < len(panel_exprs()), "the exempted panels are still on the dashboard"
 
@@ -153,6 +160,15 @@ def test_alerts_fire_are_inhibited_and_resolve(
     assert names(am) == (EXPECTED_FIRING - DLQ_VALUE_ALERTS) | {"OrpycamcpSignalUnmeasured"}
     assert query(prom, 'orpycamcp_signal_measured{signal="dlq"}')[0]["value"][1] == "0"
     assert query(prom, "orpycamcp_dlq_pending_events") == []
+    # The page says why, and so does the alert Alertmanager received.
+    failure = query(prom, 'orpycamcp_signal_failure_info{signal="dlq"}')
+    assert [series["metric"]["reason"] for series in failure] == ["missing_table"]
+    (unmeasured,) = [
+        alert
+        for alert in active_alerts(am)
+        if alert["labels"]["alertname"] == "OrpycamcpSignalUnmeasured" and alert["labels"].get("signal") == "dlq"
+    ]
+    assert "Reason now: missing_table" in unmeasured["annotations"]["description"]
 
     # 5. Restored (the tenant's table is back, empty): the signal is measured
     #    again, the unmeasured alert and the dlq value alerts resolve.

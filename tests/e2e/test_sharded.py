@@ -1,6 +1,8 @@
 """End to end, a sharded platform: two real PostgreSQL clusters holding different
-tenants, one exporter each, a shared Redis, and a real Prometheus that scrapes
-both with a `cluster` target label and evaluates the shipped rules (shortened).
+tenants, two exporter replicas each, a shared Redis, and a real Prometheus that
+scrapes them with a `cluster` target label and a `pod` label of their own (as
+Kubernetes service discovery labels replicas) and evaluates the shipped rules
+(shortened). The replicas of a cluster count once.
 
 The platform totals equal the sums over both clusters' fixtures; when one
 cluster's database stops, the totals disappear (never a partial sum) while the
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -90,6 +93,8 @@ WEST = Shard(
     ),
 )
 SHARDS = (EAST, WEST)
+# Exporter replicas per cluster, each a target with a `pod` label of its own.
+REPLICAS = 2
 
 
 def pending(shards: tuple[Shard, ...]) -> dict[str, float]:
@@ -159,6 +164,10 @@ class Totals:
     oldest: dict[str, float]
     exhausted: dict[tuple[str, str], float]
     stream_pending: dict[tuple[str, str], float]
+
+
+def series_count(prom: RunningProcess, expr: str) -> int:
+    return len(query(prom, expr))
 
 
 def totals(prom: RunningProcess) -> Totals:
@@ -252,19 +261,16 @@ def sharded(pg_server: PostgresServer, redis: RedisServer, tmp_path: Path) -> It
                 "0.8",
             ]
 
-        with (
-            exporter_process(args(east), tmp_path) as east_exporter,
-            exporter_process(args(west), tmp_path) as west_exporter,
-            prometheus(
-                [
-                    Targets((east_exporter.port,), {"cluster": "east"}),
-                    Targets((west_exporter.port,), {"cluster": "west"}),
-                ],
-                None,
-                rules,
-                tmp_path,
-            ) as prom,
-        ):
+        with ExitStack() as stack:
+            targets = [
+                Targets(
+                    (stack.enter_context(exporter_process(args(platform), tmp_path)).port,),
+                    {"cluster": shard.cluster, "pod": f"orpycamcp-exporter-{shard.cluster}-{replica}"},
+                )
+                for platform, shard in ((east, EAST), (west, WEST))
+                for replica in range(REPLICAS)
+            ]
+            prom = stack.enter_context(prometheus(targets, None, rules, tmp_path))
             yield ShardedStack(east, west, west_server, prom)
 
 
@@ -281,6 +287,10 @@ def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> N
     assert east_pending == pending((EAST,))
     assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="west"}', "origin_group") == pending((WEST,))
     assert pending((EAST,)) != pending(SHARDS), "the fixtures must make the total differ from one cluster"
+    # The replicas of a cluster are one series per family label set, not one per pod.
+    assert series_count(prom, 'up{cluster="east"}') == REPLICAS
+    assert series_count(prom, "orpycamcp:dlq_pending_events:max") == len(SHARDS) * len(ORIGIN_GROUPS)
+    assert series_count(prom, "orpycamcp:dlq_pending_events:total") == len(ORIGIN_GROUPS)
 
     # 2. West's database stops: its exporter answers but cannot measure the
     #    PostgreSQL signals. The per-cluster totals vanish instead of becoming
@@ -295,12 +305,12 @@ def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> N
     during = totals(prom)
     print(f"during the outage: {show(during)}")
     assert during.stream_pending == EXPECTED_STREAM_PENDING
-    measured = by_labels(prom, 'orpycamcp_signal_measured{signal=~"dlq|preservation"}', "cluster", "signal")
+    measured = by_labels(prom, 'orpycamcp_signal_measured{signal=~"dlq|preservation"}', "pod", "signal")
     assert measured == {
-        ("east", "dlq"): 1.0,
-        ("east", "preservation"): 1.0,
-        ("west", "dlq"): 0.0,
-        ("west", "preservation"): 0.0,
+        (f"orpycamcp-exporter-{cluster}-{replica}", signal): 1.0 if cluster == "east" else 0.0
+        for cluster in ("east", "west")
+        for replica in range(REPLICAS)
+        for signal in ("dlq", "preservation")
     }
     assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="east"}', "origin_group") == pending((EAST,))
     assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{cluster="west"}', "origin_group") == {}

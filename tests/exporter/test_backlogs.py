@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_FILE)"
 DB = "postgresql://u:p@h/db"
+REDIS = "redis://h:6379/0"
 
 GOOD = """
 backlogs:
@@ -53,95 +54,50 @@ def replaced(old: str, new: str) -> str:
     return GOOD.replace(old, new)
 
 
-BAD: list[tuple[str, str, str | None, str | None, str]] = [
-    (
-        "unknown-key",
-        replaced("    oldest: created_at", "    oldest: created_at\n    query: SELECT 1"),
-        "kyc",
-        "query",
-        "unknown key",
-    ),
-    ("builtin-name", replaced("  kyc:", "  dlq:"), "dlq", None, "built-in"),
-    ("bad-name", replaced("  kyc:", "  Kyc-Queue:"), "Kyc-Queue", None, "[a-z]"),
-    ("long-name", replaced("  kyc:", "  " + "k" * 41 + ":"), "k" * 41, None, "at most 40"),
-    (
-        "group-by-without-groups",
-        replaced("    groups: [face_match, ocr_extraction]\n", ""),
-        "kyc",
-        "groups",
-        "required with group_by",
-    ),
-    ("groups-without-group-by", replaced("    group_by: task_name\n", ""), "kyc", "groups", "needs group_by"),
-    (
-        "duplicate-groups",
-        replaced("[face_match, ocr_extraction]", "[face_match, face_match]"),
-        "kyc",
-        "groups",
-        "repeats",
-    ),
-    (
-        "duplicate-groups-as-text",
-        replaced("[face_match, ocr_extraction]", "[1, '1']"),
-        "kyc",
-        "groups",
-        "repeats a group",
-    ),
-    ("missing-help", replaced("    help: KYC dead letters.\n", ""), "kyc", "help", "required"),
-    ("missing-pending", replaced("    pending:\n      status: pending\n", ""), "kyc", "pending", "required"),
-    (
-        "empty-pending",
-        replaced("    pending:\n      status: pending\n", "    pending: {}\n"),
-        "kyc",
-        "pending",
-        "at least one",
-    ),
-    ("bad-scope", replaced("scope: tenant", "scope: cluster"), "kyc", "scope", "tenant or global"),
-    (
-        "table-injection",
-        replaced("table: dead_letter_queue", "table: 'x; DROP TABLE tenants'"),
-        "kyc",
-        "table",
-        "plain",
-    ),
-    ("table-quote", replaced("table: dead_letter_queue", "table: 'x\"y'"), "kyc", "table", "plain"),
-    (
-        "qualified-tenant-table",
-        replaced("table: dead_letter_queue", "table: public.dead_letter_queue"),
-        "kyc",
-        "table",
-        "plain",
-    ),
-    ("global-without-schema", replaced("scope: tenant", "scope: global"), "kyc", "table", "schema.table"),
-    ("column-expression", replaced("group_by: task_name", "group_by: lower(task_name)"), "kyc", "group_by", "plain"),
-    ("oldest-expression", replaced("oldest: created_at", "oldest: 'now() -- '"), "kyc", "oldest", "plain"),
+# GOOD with one text of its kyc backlog replaced: (id, the text, what replaces it, the key named, the problem).
+KYC_VARIANTS: list[tuple[str, str, str, str, str]] = [
+    ("unknown-key", "oldest: created_at", "oldest: created_at\n    query: SELECT 1", "query", "unknown key"),
+    ("group-by-without-groups", "    groups: [face_match, ocr_extraction]\n", "", "groups", "required with group_by"),
+    ("groups-without-group-by", "    group_by: task_name\n", "", "groups", "needs group_by"),
+    ("duplicate-groups", "[face_match, ocr_extraction]", "[face_match, face_match]", "groups", "repeats"),
+    ("duplicate-groups-as-text", "[face_match, ocr_extraction]", "[1, '1']", "groups", "repeats a group"),
+    ("missing-help", "    help: KYC dead letters.\n", "", "help", "required"),
+    ("missing-pending", "    pending:\n      status: pending\n", "", "pending", "required"),
+    ("empty-pending", "    pending:\n      status: pending\n", "    pending: {}\n", "pending", "at least one"),
+    ("bad-scope", "scope: tenant", "scope: cluster", "scope", "tenant or global"),
+    ("table-injection", "table: dead_letter_queue", "table: 'x; DROP TABLE tenants'", "table", "plain"),
+    ("table-quote", "table: dead_letter_queue", "table: 'x\"y'", "table", "plain"),
+    ("qualified-tenant-table", "table: dead_letter_queue", "table: public.dead_letter_queue", "table", "plain"),
+    ("global-without-schema", "scope: tenant", "scope: global", "table", "schema.table"),
+    ("column-expression", "group_by: task_name", "group_by: lower(task_name)", "group_by", "plain"),
+    ("oldest-expression", "oldest: created_at", "oldest: 'now() -- '", "oldest", "plain"),
     (
         "pending-column",
-        replaced("      status: pending", "      'status = status OR true': pending"),
-        "kyc",
+        "status: pending",
+        "'status = status OR true': pending",
         "pending.status = status OR true",
         "plain",
     ),
-    ("boolean-value", replaced("      status: pending", "      status: yes"), "kyc", "pending.status", "quote it"),
-    ("null-value", replaced("      status: pending", "      status: ~"), "kyc", "pending.status", "quote it"),
-    ("empty-list", replaced("      status: pending", "      status: []"), "kyc", "pending.status", "non-empty list"),
-    (
-        "not-scalar",
-        replaced("      status: pending", "      status: {not: PROCESSED}"),
-        "kyc",
-        "pending.status.not",
-        "non-empty list",
-    ),
-    (
-        "not-other-key",
-        replaced("      status: pending", "      status: {is: [x]}"),
-        "kyc",
-        "pending.status",
-        "{not: [values]}",
-    ),
+    ("boolean-value", "status: pending", "status: yes", "pending.status", "quote it"),
+    ("null-value", "status: pending", "status: ~", "pending.status", "quote it"),
+    ("empty-list", "status: pending", "status: []", "pending.status", "non-empty list"),
+    ("not-scalar", "status: pending", "status: {not: PROCESSED}", "pending.status.not", "non-empty list"),
+    ("not-other-key", "status: pending", "status: {is: [x]}", "pending.status", "{not: [values]}"),
+    ("timezone-unknown", "oldest: created_at", "oldest: created_at\n    timezone: Mars/Olympus", "timezone", "IANA"),
+    ("timezone-path", "oldest: created_at", "oldest: created_at\n    timezone: /etc/passwd", "timezone", "IANA"),
+    ("timezone-number", "oldest: created_at", "oldest: created_at\n    timezone: 5", "timezone", "IANA"),
+    ("timezone-without-oldest", "    oldest: created_at", "    timezone: UTC", "timezone", "needs oldest"),
+]
+# Other texts: (id, the text, the backlog named, the key named, the problem).
+OTHERS: list[tuple[str, str, str | None, str | None, str]] = [
+    ("builtin-name", replaced("  kyc:", "  dlq:"), "dlq", None, "built-in"),
+    ("bad-name", replaced("  kyc:", "  Kyc-Queue:"), "Kyc-Queue", None, "[a-z]"),
+    ("long-name", replaced("  kyc:", "  " + "k" * 41 + ":"), "k" * 41, None, "at most 40"),
     ("not-a-mapping", "backlogs:\n  kyc: [1, 2]\n", "kyc", None, "mapping"),
     ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only 'backlogs'"),
     ("no-backlogs", "backlogs: {}\n", None, "backlogs", "each backlog"),
 ]
+BAD = [(case, replaced(old, new), "kyc", key, problem) for case, old, new, key, problem in KYC_VARIANTS] + OTHERS
 
 
 @pytest.mark.parametrize(("text", "backlog", "key", "problem"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
@@ -159,6 +115,15 @@ def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
     text = GOOD + GOOD.split("backlogs:\n", 1)[1]
     with pytest.raises(BacklogConfigError, match=r"refused \(line 12\): key 'kyc' is given twice"):
         parse_backlogs(text, SETTING)
+
+
+@pytest.mark.parametrize(
+    ("written", "zone"), [(None, "UTC"), ("UTC", "UTC"), ("server", "server"), ("America/Bogota", "America/Bogota")]
+)
+def test_the_zone_of_the_oldest_column(written: str | None, zone: str) -> None:
+    text = GOOD if written is None else replaced("oldest: created_at", f"oldest: created_at\n    timezone: {written}")
+    (kyc,) = parse_backlogs(text, SETTING)
+    assert kyc.timezone == zone
 
 
 def test_invalid_yaml_is_refused() -> None:
@@ -191,6 +156,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (replaced("[face_match, ocr_extraction]", "[face_match, face_match]"), "backlog 'kyc', key 'groups'"),
         (replaced("  kyc:", "  streams:"), "backlog 'streams'"),
+        (replaced("oldest: created_at", "oldest: created_at\n    timezone: Europe/Atlantis"), "key 'timezone'"),
     ],
 )
 def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: str, named: str) -> None:
@@ -203,6 +169,7 @@ def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: s
 
 
 def test_check_config_accepts_the_example() -> None:
-    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(EXAMPLE))
+    done = run("check-config", "--database-url", DB, "--redis-url", REDIS, "--backlogs.config-file", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
-    assert "signals dlq,preservation,audit_chain,kyc_dead_letters,outbox" in done.stdout
+    assert "signals dlq,preservation,audit_chain,streams,kyc_dead_letters,outbox" in done.stdout
+    assert "streams declared: 2 consumer groups, 1 dead-letter streams" in done.stdout

@@ -12,6 +12,7 @@ import redis.exceptions
 from exporter.errors import (
     ArgumentDoesNotFit,
     Closed,
+    ConnectNotGranted,
     ContractViolation,
     DatabaseRefused,
     DatabaseUnreachable,
@@ -29,6 +30,7 @@ from exporter.sources.postgres_errors import translated
         (TimeoutError(), "timeout"),
         (redis.exceptions.TimeoutError(), "timeout"),
         (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
+        (ConnectNotGranted("orpycamcp_exporter", "platform"), "connect_not_granted"),
         (DatabaseUnreachable("any", [("db:5432", "refused")]), "connection_error"),
         (DatabaseRefused(Reason.MISSING_TABLE, "42P01", "relation does not exist"), "missing_table"),
         (ArgumentDoesNotFit("invalid input for query argument $1"), "contract_violation"),
@@ -62,6 +64,13 @@ def test_classify(exc: BaseException, reason: str) -> None:
         (asyncpg.exceptions.DataError("invalid input for query argument $1"), "contract_violation"),
         (asyncpg.exceptions.SyntaxOrAccessError("syntax"), "sql_error"),
         (
+            asyncpg.exceptions.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation: transaction blocks not allowed in statement"
+                " pooling mode"
+            ),
+            "statement_pooler",
+        ),
+        (
             asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "s" does not exist'),
             "transaction_pooler",
         ),
@@ -86,3 +95,14 @@ def test_a_refused_statement_keeps_its_sqlstate_and_the_server_message() -> None
 def test_other_exceptions_pass_through_the_translation_untouched() -> None:
     error = OSError("reset")
     assert translated(error) is error
+
+
+def test_a_server_error_is_one_line_without_the_driver_advice() -> None:
+    # As asyncpg raises it through PgBouncer: its own 14-line advice as the hint.
+    exc = asyncpg.exceptions.InvalidSQLStatementNameError('prepared statement "orpycamcp_1_0" does not exist')
+    exc.hint = '\nNOTE: pgbouncer with pool_mode set to "transaction" or\n"statement" does not support ...\n* a\n* b'
+    exc.detail = "a detail\nover two lines"
+    assert "NOTE: pgbouncer" in str(exc)
+    failure = classify(translated(exc), 10)
+    assert failure.detail == '26000: prepared statement "orpycamcp_1_0" does not exist (a detail over two lines)'
+    assert classify(SessionNotKept(failure.detail), 10).detail.count("\n") == 0

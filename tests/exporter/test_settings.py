@@ -207,9 +207,8 @@ def test_redact_hides_the_password_however_the_url_is_written() -> None:
     # An ambiguous authority is masked up to its last '@', user included.
     assert redact_url("postgresql://u:se@cret@h/db") == "postgresql://***@h/db"
     assert redact_url("postgresql://u:se/cret@h/db") == "postgresql://***@h/db"
-    assert redact_url("postgresql://u@h/db?password=secret&sslmode=require") == (
-        "postgresql://u@h/db?password=***&sslmode=require"
-    )
+    # Whatever follows a password in the query may be the rest of it: not shown.
+    assert redact_url("postgresql://u@h/db?password=secret&sslmode=require") == "postgresql://u@h/db?password=***&***"
     assert redact_url("postgresql://u@h:5/db?application_name=a@b") == "postgresql://u@h:5/db?application_name=a@b"
 
 

@@ -5,6 +5,7 @@ anything fails. Real servers, stopped, paused, locked, revoked and dropped."""
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -40,75 +41,88 @@ def status_lines(done: subprocess.CompletedProcess[str], signals: tuple[str, ...
     return lines
 
 
+def assert_statuses(done: subprocess.CompletedProcess[str], failing: dict[str, str]) -> None:
+    """Exit code 1, each signal of `failing` unmeasured for its reason, every other one measured."""
+    assert done.returncode == 1, done.stdout
+    for signal, line in status_lines(done, SIGNALS).items():
+        if signal in failing:
+            assert re.match(rf"FAIL {signal}: not measurable: {failing[signal]}\b", line), done.stdout
+        else:
+            assert line.startswith(f"ok   {signal}:"), done.stdout
+    assert EXPORTER_PASSWORD not in done.stdout + done.stderr
+
+
 async def seeded(platform: Platform) -> None:
     await platform.add_tenant("acme")
     await platform.add_audit_run("complete", at("2026-11-02 00:00:00"), breaks=0)
 
 
-Fault = Callable[[Platform, PostgresServer, RedisServer], Awaitable[str]]
+# A fault changes the platform (or its server) and gives the URL diagnose is to read it by.
+Fault = Callable[[Platform, PostgresServer], Awaitable[str]]
 
 
-async def tenants_revoked(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    await platform.execute("REVOKE SELECT ON public.tenants FROM orpycamcp_exporter")
-    return platform.exporter_url
+def executes(sql: str) -> Fault:
+    """The platform's owner runs `sql`; the exporter's URL stays."""
+
+    async def inject(platform: Platform, server: PostgresServer) -> str:
+        await platform.execute(sql)
+        return platform.exporter_url
+
+    return inject
 
 
-async def tenants_dropped(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    await platform.execute("DROP TABLE public.tenants CASCADE")
-    return platform.exporter_url
+def reads_by(url: Callable[[Platform], str]) -> Fault:
+    """Nothing changes but the URL the exporter is given."""
+
+    async def inject(platform: Platform, server: PostgresServer) -> str:
+        return url(platform)
+
+    return inject
 
 
-async def wrong_password(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    return platform.exporter_url.replace(EXPORTER_PASSWORD, "Not-The-Password-77")
-
-
-async def server_stopped(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
+async def server_stopped(platform: Platform, server: PostgresServer) -> str:
     server.stop()
     return platform.exporter_url
 
 
-async def unknown_host(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    return f"postgresql://orpycamcp_exporter:{EXPORTER_PASSWORD}@no-such-host.invalid:5432/{platform.database}"
+REVOKE_TENANTS = "REVOKE SELECT ON public.tenants FROM orpycamcp_exporter"
+POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
+TENANT_LIST_UNREADABLE = {"dlq": "tenant_list_unreadable", "preservation": "tenant_list_unreadable"}
 
 
-async def table_dropped(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    await platform.execute('DROP TABLE "tenant_acme".preservation_retry')
-    return platform.exporter_url
-
-
-async def grant_revoked(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    await platform.execute('REVOKE SELECT ON "tenant_acme".evento_dead_letter FROM orpycamcp_exporter')
-    return platform.exporter_url
-
-
-async def audit_runs_dropped(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    await platform.execute("DROP TABLE public.audit_chain_runs")
-    return platform.exporter_url
-
-
-async def unknown_database(platform: Platform, server: PostgresServer, redis: RedisServer) -> str:
-    return platform.exporter_url.rsplit("/", 1)[0] + "/no_such_database"
+def every_postgres_signal(reason: str) -> dict[str, str]:
+    return dict.fromkeys(POSTGRES_SIGNALS, reason)
 
 
 FAULTS: dict[str, tuple[Fault, dict[str, str]]] = {
-    "public.tenants unreadable": (
-        tenants_revoked,
-        {"dlq": "tenant_list_unreadable", "preservation": "tenant_list_unreadable"},
-    ),
-    "public.tenants missing": (
-        tenants_dropped,
-        {"dlq": "tenant_list_unreadable", "preservation": "tenant_list_unreadable"},
-    ),
+    "public.tenants unreadable": (executes(REVOKE_TENANTS), TENANT_LIST_UNREADABLE),
+    "public.tenants missing": (executes("DROP TABLE public.tenants CASCADE"), TENANT_LIST_UNREADABLE),
     "wrong password": (
-        wrong_password,
-        {s: "authentication_failed" for s in ("dlq", "preservation", "audit_chain")},
+        reads_by(lambda platform: platform.exporter_url.replace(EXPORTER_PASSWORD, "Not-The-Password-77")),
+        every_postgres_signal("authentication_failed"),
     ),
-    "server stopped": (server_stopped, {s: "connection_error" for s in ("dlq", "preservation", "audit_chain")}),
-    "unknown host": (unknown_host, {s: "connection_error" for s in ("dlq", "preservation", "audit_chain")}),
-    "unknown database": (unknown_database, {s: "connection_error" for s in ("dlq", "preservation", "audit_chain")}),
-    "a tenant table dropped": (table_dropped, {"preservation": "missing_table"}),
-    "a tenant grant revoked": (grant_revoked, {"dlq": "permission_denied"}),
-    "audit_chain_runs missing": (audit_runs_dropped, {"audit_chain": "missing_table"}),
+    "server stopped": (server_stopped, every_postgres_signal("connection_error")),
+    "unknown host": (
+        reads_by(
+            lambda platform: (
+                f"postgresql://orpycamcp_exporter:{EXPORTER_PASSWORD}@no-such-host.invalid:5432/" + platform.database
+            )
+        ),
+        every_postgres_signal("connection_error"),
+    ),
+    "unknown database": (
+        reads_by(lambda platform: platform.exporter_url.rsplit("/", 1)[0] + "/no_such_database"),
+        every_postgres_signal("connection_error"),
+    ),
+    "a tenant table dropped": (
+        executes('DROP TABLE "tenant_acme".preservation_retry'),
+        {"preservation": "missing_table"},
+    ),
+    "a tenant grant revoked": (
+        executes('REVOKE SELECT ON "tenant_acme".evento_dead_letter FROM orpycamcp_exporter'),
+        {"dlq": "permission_denied"},
+    ),
+    "audit_chain_runs missing": (executes("DROP TABLE public.audit_chain_runs"), {"audit_chain": "missing_table"}),
 }
 
 
@@ -119,22 +133,14 @@ async def test_diagnose_reports_every_signal_under_each_fault(
     inject, failing = FAULTS[fault]
     platform = await create_platform(own_pg)
     await seeded(platform)
-    url = await inject(platform, own_pg, streams_redis)
-    done = await diagnose("--database-url", url, "--redis-url", streams_redis.url)
-    lines = status_lines(done, SIGNALS)
-    assert done.returncode == 1, done.stdout
-    for signal, line in lines.items():
-        if signal in failing:
-            assert line.startswith(f"FAIL {signal}: not measurable: {failing[signal]}:"), done.stdout
-        else:
-            assert line.startswith(f"ok   {signal}:"), done.stdout
-    assert EXPORTER_PASSWORD not in done.stdout + done.stderr
+    url = await inject(platform, own_pg)
+    assert_statuses(await diagnose("--database-url", url, "--redis-url", streams_redis.url), failing)
 
 
 async def test_an_unreadable_tenant_list_has_its_own_hint(own_pg: PostgresServer) -> None:
     platform = await create_platform(own_pg)
     await seeded(platform)
-    await platform.execute("REVOKE SELECT ON public.tenants FROM orpycamcp_exporter")
+    await platform.execute(REVOKE_TENANTS)
     done = await diagnose("--database-url", platform.exporter_url)
     status_lines(done, ("dlq", "preservation", "audit_chain"))
     assert "GRANT SELECT ON public.tenants TO orpycamcp_exporter" in done.stdout
@@ -153,18 +159,12 @@ async def test_a_locked_table_and_a_stalled_network_are_named(
     try:
         await locker.execute('BEGIN; LOCK TABLE "tenant_acme".evento_dead_letter IN ACCESS EXCLUSIVE MODE')
         locked = await diagnose("--database-url", platform.exporter_url, "--redis-url", streams_redis.url)
-        lines = status_lines(locked, SIGNALS)
-        assert lines["dlq"].startswith("FAIL dlq: not measurable: lock_timeout"), locked.stdout
-        assert lines["preservation"].startswith("ok   preservation:")
+        assert_statuses(locked, {"dlq": "lock_timeout"})
         await locker.execute("ROLLBACK")
         proxy.stall()
         stalled_url = platform.exporter_url.replace(f":{own_pg.port}/", f":{proxy.port}/")
         stalled = await diagnose("--database-url", stalled_url, "--redis-url", streams_redis.url)
-        lines = status_lines(stalled, SIGNALS)
-        assert stalled.returncode == 1
-        for signal in ("dlq", "preservation", "audit_chain"):
-            assert lines[signal].startswith(f"FAIL {signal}: not measurable: timeout"), stalled.stdout
-        assert lines["streams"].startswith("ok   streams:")
+        assert_statuses(stalled, every_postgres_signal("timeout"))
     finally:
         proxy.resume()
         await proxy.close()
@@ -175,6 +175,4 @@ async def test_redis_down_is_a_line_for_streams(platform: Platform, own_redis: R
     await seeded(platform)
     own_redis.stop()
     done = await diagnose("--database-url", platform.exporter_url, "--redis-url", own_redis.url)
-    lines = status_lines(done, SIGNALS)
-    assert done.returncode == 1
-    assert lines["streams"].startswith("FAIL streams: not measurable: connection_error"), done.stdout
+    assert_statuses(done, {"streams": "connection_error"})

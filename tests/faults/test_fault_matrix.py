@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from devkit.redis_cluster import start_replica_pair
 from devkit.servers import LocalPostgres, PostgresServer, RedisServer, free_port, start_postgres
 from devkit.streams import create_stream_groups_at
 from tests.clock import FakeClock
@@ -650,3 +651,40 @@ async def test_unknown_host_is_named_and_the_password_never_logged(
         assert exporter.caches["dlq"].measurements == 2  # measured again after the TTL, failing again
     finally:
         await exporter.close()
+
+
+# --- A Redis replica cut from its master -----------------------------------------------------------------------------
+
+
+async def test_a_redis_replica_cut_from_its_master_past_the_bound(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Read from a replica whose link goes down: streams unmeasured with replica_stale once
+    the link has been down longer than --redis.replica-max-staleness, the database signals
+    measured throughout, and the streams exact again once the link is mended."""
+    capture(caplog)
+    await seeded(platform, "acme")
+    pair = start_replica_pair()
+    try:
+        await create_stream_groups_at(pair.master.url)
+        pair.wait_link_up()
+        clock = FakeClock()
+        exporter = make_exporter(
+            platform.exporter_url, pair.replica.url, clock.clock, redis_replica_max_staleness="1", **OPTIONS
+        )
+
+        async def cut() -> None:
+            pair.cut()
+            down = await wait_until(
+                lambda: asyncio.to_thread(lambda: int(str(pair.link()["master_link_down_since_seconds"])) > 1), 10
+            )
+            assert down
+
+        async def mend() -> None:
+            await asyncio.to_thread(pair.mend)
+
+        run = await exercise_fault(platform, exporter, clock, ("streams",), cut, mend)
+        assert run.during.get("orpycamcp_redis_replica_lag_seconds") is not None
+        assert reasons(caplog) == {"replica_stale"}
+    finally:
+        pair.remove()

@@ -40,6 +40,18 @@ def hostile_urls(platform: Platform, redis: RedisServer) -> dict[str, tuple[str,
             f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={ENCODED}",
         ),
         "password as the user": ("--database-url", f"postgresql://{PASSWORD}@127.0.0.1:{pg}/{db}"),
+        "unencoded password in the query": (
+            "--database-url",
+            f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={PASSWORD}",
+        ),
+        "unencoded password in the query, & for #": (
+            "--database-url",
+            f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={PASSWORD.replace('#', '&')}",
+        ),
+        "redis unencoded password in the query": (
+            "--redis-url",
+            f"redis://127.0.0.1:{redis.port}/0?password={PASSWORD}",
+        ),
         "redis unencoded": ("--redis-url", f"redis://:{PASSWORD}@127.0.0.1:{redis.port}/0"),
         "redis encoded, ipv6": ("--redis-url", f"redis://default:{ENCODED}@[::1]:{redis.port}/0"),
     }
@@ -103,6 +115,9 @@ def serve_once(option: str, url: str, log_format: str) -> str:
         "ipv6 host",
         "password in the query",
         "password as the user",
+        "unencoded password in the query",
+        "unencoded password in the query, & for #",
+        "redis unencoded password in the query",
         "redis unencoded",
         "redis encoded, ipv6",
     ],

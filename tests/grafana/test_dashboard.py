@@ -19,7 +19,7 @@ import yaml
 
 from devkit.tools import tool
 from registry import FAMILIES
-from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS
+from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
 from .promql import PromQLSyntaxError, Selector, metric_names, selectors
 
@@ -35,7 +35,7 @@ TEMPLATED_DATASOURCES = frozenset({"$datasource", "${datasource}"})
 PROMETHEUS_SERIES = frozenset({"up"})
 # Declared backlogs' families: the registry is extended with them at start from
 # the backlogs configuration file, so they are not in its static table.
-BACKLOG_FAMILIES = frozenset({PENDING_ITEMS, OLDEST_PENDING})
+BACKLOG_FAMILIES = frozenset({PENDING_ITEMS, OLDEST_PENDING, ITEMS, ARRIVALS, ARRIVALS_THRESHOLD})
 # Recorded over every cluster: the platform totals, and the counts that gate them.
 PLATFORM_RECORD = re.compile(r"^orpycamcp:[a-z0-9_]+:(total|count)$")
 # Grafana's unit ids (valueFormats/categories.ts), the subset relevant to an exporter.
@@ -116,11 +116,29 @@ def dashboard() -> dict[str, Any]:
 
 
 def panels() -> list[dict[str, Any]]:
+    """Every panel with queries: rows are only headings (a collapsed row holds its panels)."""
     found: list[dict[str, Any]] = []
     for panel in dashboard()["panels"]:
-        found.append(panel)
+        if panel["type"] != "row":
+            found.append(panel)
         found.extend(panel.get("panels", []))
     return found
+
+
+def test_a_row_per_backlog_shows_its_items_per_state_and_arrivals() -> None:
+    top = dashboard()["panels"]
+    rows = [panel for panel in top if panel["type"] == "row"]
+    assert [row.get("repeat") for row in rows] == ["backlog"]
+    row = rows[0]
+    # An expanded row holds the panels below it up to the next row: here, to the end.
+    below = top[top.index(row) + 1 :]
+    assert below
+    assert all(panel["gridPos"]["y"] > row["gridPos"]["y"] for panel in below)
+    shown = {name for panel in below for target in panel["targets"] for name in metric_names(str(target["expr"]))}
+    assert shown == {ITEMS, ARRIVALS, ARRIVALS_THRESHOLD}
+    for panel in below:
+        for target in panel["targets"]:
+            assert all(s.has("backlog", "=~", "$backlog") for s in selectors(str(target["expr"]))), target["expr"]
 
 
 def templates() -> list[dict[str, Any]]:
@@ -516,7 +534,7 @@ def test_every_registry_family_is_on_the_dashboard() -> None:
 
 def test_label_names_exist_in_registry() -> None:
     """Labels named in dashboard matchers and legends are registry or target labels."""
-    known = {"job", "cluster", "instance", "backlog", "group"} | {
+    known = {"job", "cluster", "instance", "backlog", "group", "state", "window"} | {
         label for family in FAMILIES for label in family.labels
     }
     for panel, target in targets():
@@ -589,7 +607,7 @@ def test_backlog_row_follows_the_backlog_variable_and_shows_unknown() -> None:
     assert match
     assert match.group(2) == "backlog"
     backlog_panels = [p for p in panels() if any("$backlog" in str(t["expr"]) for t in p["targets"])]
-    assert len(backlog_panels) == 4
+    assert len(backlog_panels) == 6
     assert dashboard_metric_names() >= {PENDING_ITEMS, OLDEST_PENDING}
     for panel in backlog_panels:
         for target in panel["targets"]:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from registry import BUILTIN, BY_NAME, FAMILIES, META, SIGNALS, Family, RegistryError, extended, families_of
-from registry.backlogs import backlog_families, oldest_part, pending_part
+from registry.backlogs import BacklogShape, backlog_families, oldest_part, pending_part
 from registry.families import PROCESS_FAMILIES
 from registry.model import FORBIDDEN_LABELS, check_unique, product
 from registry.values import STREAM_GROUPS
@@ -89,7 +89,7 @@ def test_the_builtin_registry_is_the_module_constants() -> None:
 
 
 def test_extended_registry_holds_the_declared_backlogs() -> None:
-    declared = backlog_families((("kyc", ("face_match", "7"), True), ("outbox", None, False)))
+    declared = backlog_families((BacklogShape("kyc", ("face_match", "7"), True), BacklogShape("outbox", None, False)))
     registry = extended(("kyc", "outbox"), declared)
     assert registry.signals == (*SIGNALS, "kyc", "outbox")
     measured = registry.family("orpycamcp_signal_measured", META)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.backlogs import pending_only
 from exporter.scrape import Exporter
 from tests.platform import Platform, at
 from tests.scrapes import Page, make_exporter, scrape
@@ -17,18 +18,7 @@ PENDING = "orpycamcp_backlog_pending_items"
 OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 
-KYC = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC tasks that exhausted their retries.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction, liveness_detection, doc_processing]
-    oldest: created_at
-"""
+KYC = pending_only("kyc_dead_letters")
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -49,17 +39,6 @@ async def refresh(exporter: Exporter) -> Page:
     for cache in exporter.caches.values():
         cache.ttl = 0
     return await scrape(exporter)
-
-
-@pytest.fixture
-async def tenants(platform: Platform) -> Platform:
-    """acme (active), globex (suspended: measured), initech (provisioning: skipped), each with a dead-letter queue."""
-    await platform.add_tenant("acme")
-    await platform.add_tenant("globex", status="suspended")
-    await platform.add_tenant("initech", provisioning_status="provisioning")
-    for slug in ("acme", "globex", "initech"):
-        await platform.add_dead_letter_queue(slug)
-    return platform
 
 
 async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, tmp_path: Path) -> None:
@@ -109,18 +88,7 @@ async def test_the_oldest_is_kept_across_batches_wherever_it_lies(
     assert backlog_series(page, "kyc_dead_letters")[(OLDEST, labels)] == at("2026-10-15 00:00:00").timestamp()
 
 
-OUTBOX = """
-backlogs:
-  outbox:
-    help: Outbox events not yet processed.
-    scope: global
-    table: public.outbox
-    pending:
-      status: {not: [PROCESSED]}
-    group_by: partition
-    groups: [0, 1, 2, 3]
-    oldest: created_at
-"""
+OUTBOX = pending_only("outbox")
 
 
 async def make_outbox(platform: Platform, created_type: str = "timestamptz") -> None:

@@ -569,7 +569,7 @@ def reading(**replace: tuple[object, ...]) -> StreamsReading:
         "first_entries": tuple([] for _ in DEADLETTER_STREAMS),
     }
     fields.update(replace)
-    return StreamsReading(**fields)
+    return StreamsReading(fields["pending"], fields["lengths"], fields["first_entries"])
 
 
 async def test_samples_of_a_well_formed_reading() -> None:

@@ -20,7 +20,8 @@ from exporter.errors import DatabaseRefused, Reason
 from exporter.outcomes import classify
 from exporter.scrape import Exporter
 from exporter.settings import load
-from exporter.sources.postgres import BACKEND_PID_SQL, PoolMode, Postgres, PostgresSettings, milliseconds
+from exporter.sources.postgres import PoolMode, Postgres, PostgresSettings, milliseconds
+from exporter.sources.road import BACKEND_PID_SQL
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.hints import hint
@@ -152,44 +153,73 @@ async def test_exact_values_across_refreshes_on_every_road(
         await exporter.close()
 
 
-async def test_session_mode_through_a_transaction_pooler_never_reports_a_false_value(
-    platform: Platform, bouncers: dict[str, LocalPgBouncer], caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("round_robin", ["0", "1"], ids=["lifo", "fifo"])
+async def test_session_mode_through_a_transaction_pooler_never_reports_a_value(
+    platform: Platform, pg_server: PostgresServer, caplog: pytest.LogCaptureFixture, round_robin: str
 ) -> None:
     caplog.set_level(logging.WARNING)
     await seed(platform)
     ledger = Ledger(platform)
-    # The default pool mode; one tenant per statement: many named statements on each connection.
-    exporter = make_exporter(
-        exporter_url(platform, bouncers, "transaction"), signals="dlq,preservation,audit_chain", batch_size="1"
-    )
-    refresh_every_scrape(exporter)
-    detected_at: int | None = None
-    try:
-        for round_number in range(1, 9):
-            await ledger.add(round_number)
-            page = await scrape(exporter)
-            measured = tuple(signal for signal in POSTGRES_SIGNALS if page.measured(signal) == 1)
-            # Whatever was measured is exact ...
-            ledger.assert_exact(page, measured)
-            for signal, prefix in zip(POSTGRES_SIGNALS, VALUE_PREFIXES, strict=True):
-                if signal in measured:
-                    assert detected_at is None, f"{signal} measured again once the road was found not to keep sessions"
-                    continue
-                # ... and whatever was not has no value series at all, for the one reason.
-                assert value_series(page, (prefix,)) == []
-                outcome = exporter.caches[signal].last
-                assert outcome is not None
-                assert outcome.failure is not None
-                assert outcome.failure.reason is Reason.TRANSACTION_POOLER, outcome.failure
-            if len(measured) < len(POSTGRES_SIGNALS):
-                detected_at = detected_at or round_number
-    finally:
-        await exporter.close()
-    assert detected_at is not None, "a transaction pooler under session pool mode went unnoticed"
+    # PgBouncer lends its server sessions last-in first-out by default (an idle
+    # client gets the same one back every time), first-in first-out with
+    # server_round_robin: the road is found out either way, before any reading.
+    users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
+    with pgbouncer_server(pg_server.port, "transaction", users, {"server_round_robin": round_robin}) as bouncer:
+        # The default pool mode; one tenant per statement: many named statements on each connection.
+        exporter = make_exporter(
+            bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database),
+            signals="dlq,preservation,audit_chain",
+            batch_size="1",
+        )
+        refresh_every_scrape(exporter)
+        try:
+            for round_number in range(1, 5):
+                await ledger.add(round_number)
+                page = await scrape(exporter)
+                for signal, prefix in zip(POSTGRES_SIGNALS, VALUE_PREFIXES, strict=True):
+                    # Not one value, from the first refresh on, and for the one reason.
+                    assert page.measured(signal) == 0, (round_number, signal)
+                    assert value_series(page, (prefix,)) == []
+                    outcome = exporter.caches[signal].last
+                    assert outcome is not None
+                    assert outcome.failure is not None
+                    assert outcome.failure.reason is Reason.TRANSACTION_POOLER, outcome.failure
+                    assert "\n" not in outcome.failure.detail
+        finally:
+            await exporter.close()
     logged = [r for r in caplog.records if r.__dict__.get("reason") == Reason.TRANSACTION_POOLER.value]
     assert logged, "the log does not name the reason"
     assert all("--database.pool-mode transaction" in r.getMessage() for r in logged)
     assert "--database.pool-mode transaction" in hint(Reason.TRANSACTION_POOLER)
+
+
+async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
+    platform: Platform, pg_server: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As many server sessions as the exporter's connections: the second connection
+    # of the road check gets none in time once both lanes are open.
+    caplog.set_level(logging.WARNING)
+    await seed(platform)
+    ledger = Ledger(platform)
+    users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
+    with pgbouncer_server(pg_server.port, "session", users, {"default_pool_size": "2"}) as bouncer:
+        exporter = make_exporter(
+            bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database),
+            signals="dlq,preservation,audit_chain",
+            batch_size="1",
+            deadline="4",
+        )
+        refresh_every_scrape(exporter)
+        try:
+            for round_number in range(1, 4):
+                await ledger.add(round_number)
+                page = await scrape(exporter)
+                for signal in POSTGRES_SIGNALS:
+                    assert page.measured(signal) == 1, (round_number, signal)
+                ledger.assert_exact(page)
+        finally:
+            await exporter.close()
+    assert any("the road to the database was not checked" in r.getMessage() for r in caplog.records)
 
 
 def transaction_client(url: str, deadline: float) -> Postgres:

@@ -6,7 +6,8 @@ the replay-lag gauge (present on a standby, absent on a primary)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 import asyncpg
@@ -14,7 +15,7 @@ import pytest
 
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from devkit.standby import caught_up, start_standby
-from exporter.errors import DatabaseUnreachable
+from exporter.errors import DatabaseUnreachable, Reason
 from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock
@@ -131,8 +132,10 @@ async def test_no_replay_lag_on_the_primary(pair: Pair) -> None:
         await exporter.close()
 
 
-async def test_the_replay_lag_is_the_age_of_the_last_replayed_transaction_when_not_caught_up(pair: Pair) -> None:
-    # A standby whose WAL receiver is gone cannot tell it is caught up: it reports the age of what it replayed.
+@contextlib.asynccontextmanager
+async def cut_from_primary(pair: Pair) -> AsyncIterator[Callable[[], Awaitable[float]]]:
+    """The standby's WAL receiver stopped (no primary_conninfo) after a last replicated
+    transaction; yields the age of that transaction, read on the standby. Restored after."""
     await pair.platform.execute(
         "CREATE TABLE IF NOT EXISTS public.replicated (x int); INSERT INTO public.replicated VALUES (1)"
     )
@@ -147,21 +150,33 @@ async def test_the_replay_lag_is_the_age_of_the_last_replayed_transaction_when_n
         async def receiver_gone() -> bool:
             return bool(await standby.fetchval("SELECT NOT EXISTS (SELECT FROM pg_stat_wal_receiver)"))
 
+        async def age() -> float:
+            seconds: float = await standby.fetchval(
+                "SELECT extract(epoch FROM now() - $1::timestamptz)::float8", replayed_at
+            )
+            return seconds
+
         assert await wait_until(receiver_gone, 10)
-        exporter = make_exporter(pair.url(pair.standby, EXPORTER_ROLE))
-        try:
-            before = await standby.fetchval("SELECT extract(epoch FROM now() - $1::timestamptz)::float8", replayed_at)
-            lag = (await scrape(exporter)).get(LAG)
-            after = await standby.fetchval("SELECT extract(epoch FROM now() - $1::timestamptz)::float8", replayed_at)
-            assert lag is not None
-            assert before <= lag <= after
-        finally:
-            await exporter.close()
+        yield age
     finally:
         await standby.execute(f"ALTER SYSTEM SET primary_conninfo = {quote_literal(conninfo)}")
         await standby.execute("SELECT pg_reload_conf()")
         await standby.close()
     await pair.replicated()
+
+
+async def test_the_replay_lag_is_the_age_of_the_last_replayed_transaction_when_not_caught_up(pair: Pair) -> None:
+    # A standby whose WAL receiver is gone cannot tell it is caught up: it reports the age of what it replayed.
+    async with cut_from_primary(pair) as age:
+        exporter = make_exporter(pair.url(pair.standby, EXPORTER_ROLE))
+        try:
+            before = await age()
+            lag = (await scrape(exporter)).get(LAG)
+            after = await age()
+            assert lag is not None
+            assert before <= lag <= after
+        finally:
+            await exporter.close()
 
 
 # Which server each target_session_attrs picks, as libpq documents it, for both orders of the hosts.
@@ -269,3 +284,52 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
         await exporter.close()
         if pair.standby.process is None:
             pair.standby.start()
+
+
+async def test_a_standby_cut_from_its_primary_is_unmeasured_past_the_bound_and_measured_below_it(pair: Pair) -> None:
+    """The rule of Redis replicas, on a hot standby: its lag (the age of what it
+    last replayed, once its WAL receiver is gone) against --database.replica-max-staleness."""
+    signals = ("dlq", "preservation", "audit_chain")
+    async with cut_from_primary(pair) as age:
+
+        async def older_than_a_second() -> bool:
+            return await age() > 1.0
+
+        assert await wait_until(older_than_a_second, 10)
+        # Below the bound: measured exactly, with the lag.
+        within = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="3600")
+        try:
+            before = await age()
+            page = await scrape(within)
+            after = await age()
+            assert_seeded_values(page)
+            lag = page.get(LAG)
+            assert lag is not None
+            assert before <= lag <= after
+        finally:
+            await within.close()
+        # Past it: every database signal unmeasured with replica_stale; the lag still shown, as a fact of the server.
+        past = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="1")
+        try:
+            page = await scrape(past)
+            for signal in signals:
+                assert page.measured(signal) == 0, signal
+                last = past.caches[signal].last
+                assert last is not None
+                assert last.failure is not None
+                assert last.failure.reason is Reason.REPLICA_STALE
+                assert "--database.replica-max-staleness" in last.failure.detail
+            assert page.series_of("orpycamcp_dlq_") == []
+            lag = page.get(LAG)
+            assert lag is not None
+            assert lag > 1.0
+        finally:
+            await past.close()
+    # Streaming and caught up again: measured under the tightest bound.
+    again = make_exporter(pair.url(pair.standby, EXPORTER_ROLE), database_replica_max_staleness="1")
+    try:
+        page = await scrape(again)
+        assert_seeded_values(page)
+        assert page.get(LAG) == 0
+    finally:
+        await again.close()

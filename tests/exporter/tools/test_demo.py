@@ -60,6 +60,22 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert page.get(pending, backlog="kyc_dead_letters", group="doc_processing") == 0  # initech: provisioning
         assert page.get(pending, backlog="outbox", group="0") == 2
         assert page.get(pending, backlog="outbox", group="1") == 0
+        # Rows per state and arrivals within the hour (demo.sql: acme and globex; initech is provisioning).
+        items, arrivals = "orpycamcp_backlog_items", "orpycamcp_backlog_arrivals"
+        kyc = {"backlog": "kyc_dead_letters", "group": "face_match"}
+        assert page.get(items, **kyc, state="pending") == 3
+        assert page.get(items, **kyc, state="reprocessed") == 1
+        assert page.get(items, **kyc, state="discarded") == 0
+        assert page.get(arrivals, **kyc, window="1h") == 2  # 15 and 50 minutes old
+        assert page.get(arrivals, backlog="kyc_dead_letters", group="liveness_detection", window="1h") == 1
+        assert page.get(items, backlog="outbox", group="3", state="PROCESSED") == 2
+        assert page.get(arrivals, backlog="outbox", group="0", window="1h") == 1
+        assert page.get(arrivals, backlog="outbox", group="0", window="24h") == 3
+        # The example's declared streams: loaded by the demo, read with the built-in ones.
+        billing = "orpycamcp.billing.events"
+        assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="invoicing") == 1
+        assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="ledger") == 0
+        assert page.get("orpycamcp_deadletter_stream_entries", stream="orpycamcp.billing.deadletter") == 1
     finally:
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.backlogs import pending_only
 from devkit.pgbouncer import pgbouncer_server
 from devkit.servers import PostgresServer
 from exporter.tools.demo import EXPORTER_ROLE
@@ -121,18 +122,7 @@ def test_ipv6_addresses_are_shown_in_brackets() -> None:
     assert "on [::1]:9874" in done.stdout
 
 
-KYC = """
-backlogs:
-  kyc_dead_letters:
-    help: KYC tasks that exhausted their retries.
-    scope: tenant
-    table: dead_letter_queue
-    pending:
-      status: pending
-    group_by: task_name
-    groups: [face_match, ocr_extraction]
-    oldest: created_at
-"""
+KYC = pending_only("kyc_dead_letters")
 
 
 async def test_a_backlog_value_outside_its_groups_is_named_with_its_tenant(platform: Platform, tmp_path: Path) -> None:
@@ -184,8 +174,13 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
     example = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
     done = run("metrics", "--backlogs.config-file", str(example))
     assert done.returncode == 0, done.stderr
-    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row]
-    assert all(row in done.stdout.splitlines() for row in builtin)  # the built-in families, unchanged
+    # The built-in families unchanged, but for the streams families, which the example's streams extend.
+    builtin = [row for row in metrics_table().splitlines() if "| meta |" not in row and "| streams |" not in row]
+    assert all(row in done.stdout.splitlines() for row in builtin)
+    deadletter = next(
+        row for row in done.stdout.splitlines() if row.startswith("| `orpycamcp_deadletter_stream_entries`")
+    )
+    assert "`orpycamcp.notification.deadletter`, `orpycamcp.billing.deadletter`" in deadletter
     for backlog in ("kyc_dead_letters", "outbox"):
         assert f"| `orpycamcp_backlog_pending_items` | gauge | {backlog} |" in done.stdout
     assert (
@@ -226,6 +221,9 @@ async def test_the_road_is_checked_against_the_pool_mode(
     assert says in done.stdout
     if code == 1:
         assert "set --database.pool-mode transaction" in done.stdout
+        # Nothing is measured on a road that does not fit the pool mode.
+        assert "ok   " not in done.stdout
+        assert "FAIL dlq: not measurable: transaction_pooler" in done.stdout
     assert EXPORTER_PASSWORD not in done.stdout + done.stderr
 
 

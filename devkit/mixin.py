@@ -1,0 +1,195 @@
+"""Renders the monitoring mixin (mixin/) into the plain files users load without jsonnet.
+
+    python -m devkit.mixin    # rewrite alerts/orpycamcp.rules.yml, grafana/dashboards/*.json and
+                              # deploy/kubernetes/base/prometheusrule.yaml
+
+The checked-in files are this rendering of the default `_config`; the test suite
+renders again and fails on any difference. `render(config)` renders another
+`_config` (a renamed job, another cluster label) for the tests of those setups.
+Needs the `jsonnet` command (Debian's `jsonnet` package); no network.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MIXIN_DIR = REPO_ROOT / "mixin"
+RULES_PATH = REPO_ROOT / "alerts" / "orpycamcp.rules.yml"
+DASHBOARDS_DIR = REPO_ROOT / "grafana" / "dashboards"
+PROMETHEUS_RULE_PATH = REPO_ROOT / "deploy" / "kubernetes" / "base" / "prometheusrule.yaml"
+
+RULES_HEADER = """\
+# Prometheus recording and alerting rules for orpycamcp-exporter.
+#
+# Rendered from the monitoring mixin (mixin/, default `_config`) by
+# `python -m devkit.mixin`: do not edit by hand. To change a threshold, the job
+# selector or the cluster label, override `_config` in the mixin (see
+# docs/alerts-and-dashboard.md), or edit mixin/config.libsonnet and render again.
+#
+# Replicas of one exporter deployment report the same database state: every
+# value is merged `max by (job, <cluster label>, <the family's labels>)`, so
+# instance, pod, namespace or any other target label never splits a cluster.
+# Platform totals over clusters (`:total`) are present only when complete.
+"""
+PROMETHEUS_RULE_HEADER = """\
+# The rules of alerts/orpycamcp.rules.yml as a Prometheus Operator PrometheusRule.
+# Rendered from the monitoring mixin (mixin/) by `python -m devkit.mixin`: do not
+# edit by hand.
+"""
+LABELS = {"app.kubernetes.io/name": "orpycamcp-exporter", "app.kubernetes.io/component": "exporter"}
+# Rule keys in the order a reader expects them, not jsonnet's alphabetical one.
+RULE_KEYS = ("record", "alert", "expr", "for", "keep_firing_for", "labels", "annotations")
+LABEL_KEYS = ("severity", "signal", "orpycamcp_role")
+ANNOTATION_KEYS = ("summary", "description", "runbook_url")
+
+
+class MixinError(Exception):
+    """jsonnet is missing or could not evaluate the mixin."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"cannot render the mixin: {detail}")
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """The mixin's three outputs for one `_config`."""
+
+    rules: dict[str, Any]
+    alerts: dict[str, Any]
+    dashboards: dict[str, Any]
+
+
+def _jsonnet(*arguments: str) -> Any:
+    """The JSON value of one jsonnet evaluation in mixin/."""
+    jsonnet = shutil.which("jsonnet")
+    if jsonnet is None:
+        raise MixinError("the jsonnet command is not installed (Debian package jsonnet)")
+    result = subprocess.run(
+        [jsonnet, "-J", str(MIXIN_DIR), *arguments],
+        cwd=MIXIN_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        # jsonnet's first line says what is wrong; the rest is its stack trace.
+        lines = result.stderr.strip().splitlines()
+        raise MixinError(lines[0].removeprefix("RUNTIME ERROR: ") if lines else f"jsonnet exited {result.returncode}")
+    return json.loads(result.stdout)
+
+
+def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
+    """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`."""
+    program = (
+        '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
+        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards } }).out"
+    )
+    document = _jsonnet("--ext-code", f"config={json.dumps(dict(config or {}))}", "-e", program)
+    return Rendering(document["rules"], document["alerts"], document["dashboards"])
+
+
+def default_config() -> dict[str, Any]:
+    """The mixin's `_config` with its defaults."""
+    config: dict[str, Any] = _jsonnet("-e", '(import "mixin.libsonnet")._config')
+    return config
+
+
+def _ordered(mapping: Mapping[str, Any], first: tuple[str, ...]) -> dict[str, Any]:
+    keys = [key for key in first if key in mapping] + sorted(set(mapping) - set(first))
+    return {key: mapping[key] for key in keys}
+
+
+def _rule(rule: Mapping[str, Any]) -> dict[str, Any]:
+    ordered = _ordered(rule, RULE_KEYS)
+    if "labels" in ordered:
+        ordered["labels"] = _ordered(ordered["labels"], LABEL_KEYS)
+    if "annotations" in ordered:
+        ordered["annotations"] = _ordered(ordered["annotations"], ANNOTATION_KEYS)
+    return ordered
+
+
+class _RulesDumper(yaml.SafeDumper):
+    """Multi-line strings (expressions) as literal blocks, the rest plain; lists indented."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_RulesDumper.add_representer(str, _represent_str)
+
+
+def rule_groups(rendering: Rendering) -> list[dict[str, Any]]:
+    """The recording groups, then the alerting groups."""
+    return [
+        {"name": group["name"], "rules": [_rule(rule) for rule in group["rules"]]}
+        for group in (*rendering.rules["groups"], *rendering.alerts["groups"])
+    ]
+
+
+def _yaml(document: Mapping[str, Any]) -> str:
+    return yaml.dump(document, Dumper=_RulesDumper, sort_keys=False, allow_unicode=True, width=float("inf"), indent=2)
+
+
+def rules_yaml(rendering: Rendering) -> str:
+    """One Prometheus rule file."""
+    return RULES_HEADER + "\n" + _yaml({"groups": rule_groups(rendering)})
+
+
+def prometheus_rule_yaml(rendering: Rendering) -> str:
+    """The same groups as the spec of a PrometheusRule."""
+    document = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "orpycamcp-exporter", "labels": dict(LABELS)},
+        "spec": {"groups": rule_groups(rendering)},
+    }
+    return PROMETHEUS_RULE_HEADER + _yaml(document)
+
+
+def dashboard_json(dashboard: Mapping[str, Any]) -> str:
+    return json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
+
+
+def render(config: Mapping[str, Any] | None = None) -> dict[Path, str]:
+    """Every file of the plain rendering, by its path relative to the repository."""
+    rendering = evaluate(config)
+    files = {
+        RULES_PATH.relative_to(REPO_ROOT): rules_yaml(rendering),
+        PROMETHEUS_RULE_PATH.relative_to(REPO_ROOT): prometheus_rule_yaml(rendering),
+    }
+    for name, dashboard in rendering.dashboards.items():
+        files[(DASHBOARDS_DIR / name).relative_to(REPO_ROOT)] = dashboard_json(dashboard)
+    return files
+
+
+def main() -> int:
+    try:
+        files = render()
+    except MixinError as error:
+        print(error, file=sys.stderr)
+        return 1
+    for path, text in files.items():
+        (REPO_ROOT / path).write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

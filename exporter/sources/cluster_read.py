@@ -1,0 +1,128 @@
+"""Reading keys on a Redis Cluster: each command sent to the master owning its
+key's slot, one pipeline (one round trip) per node, all nodes at once.
+
+The replies of one measurement all come from one slot map. A MOVED (the map
+is not the cluster's any more), a TRYAGAIN, a CLUSTERDOWN or a node that
+cannot be reached makes the whole reading fail, and the slot map is read
+again before the next one. An ASK is the one redirect followed: the slot is
+being migrated and the key is already on the node importing it, which
+answers for it (after ASKING) in a second round, one pipeline per such node;
+each key is still read where it lives, whole, so a slot stuck half-migrated
+leaves the signal measured. Anything but an answer there fails the reading.
+
+redis-py's own cluster pipeline is not used for this: it re-sends redirected
+commands one by one (following MOVED too, from a map it may read again), and
+retries a pipeline after a connection error keeping the replies the first
+attempt got, so one reading could hold replies from before and after a slot
+moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import redis.exceptions
+from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
+
+from exporter.errors import ClusterChanged
+
+Command = tuple[str, ...]  # name, key, arguments
+Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
+
+REDIRECTS: tuple[tuple[type[redis.exceptions.ResponseError], str], ...] = (
+    (redis.exceptions.MovedError, "MOVED"),
+    (redis.exceptions.AskError, "ASK"),
+    (redis.exceptions.TryAgainError, "TRYAGAIN"),
+)
+
+
+class ClusterReader:
+    """Routes commands by slot over one RedisCluster client; reads its slot map
+    again after any reading that failed."""
+
+    def __init__(self, cluster: RedisCluster) -> None:
+        self.cluster = cluster
+        self._map_stale = False
+
+    async def read(self, commands: Sequence[Command]) -> list[object]:
+        """The replies to `commands`, in order; raises on the first failure of any node."""
+        await self.cluster.initialize()
+        if self._map_stale:
+            await self.cluster.nodes_manager.initialize()
+            self._map_stale = False
+        try:
+            return await self._read(commands)
+        except BaseException:
+            self._map_stale = True
+            raise
+
+    async def _read(self, commands: Sequence[Command]) -> list[object]:
+        by_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
+        for position, command in enumerate(commands):
+            node = self.cluster.nodes_manager.get_node_from_slot(self.cluster.keyslot(command[1]))
+            by_node.setdefault(node.name, (node, []))[1].append(PipelineCommand(position, *command))
+        first = await _round(list(by_node.values()))
+        _refuse_redirects(first, follow_ask=True)
+        asked: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
+        for node, sent in first:
+            for pipelined in sent:
+                if isinstance(pipelined.result, redis.exceptions.AskError):
+                    target = self._asked_node(node, pipelined, pipelined.result)
+                    entry = asked.setdefault(target.name, (target, []))
+                    entry[1].append(PipelineCommand(-1, "ASKING"))  # lets the next command in
+                    entry[1].append(PipelineCommand(pipelined.position, *pipelined.args))
+        second = await _round(list(asked.values())) if asked else []
+        _refuse_redirects(second, follow_ask=False)
+        replies: list[object] = [None] * len(commands)
+        errors: list[tuple[int, BaseException]] = []
+        for node, sent in first + second:
+            for pipelined in sent:
+                result = pipelined.result
+                if pipelined.position < 0 or isinstance(result, redis.exceptions.AskError):
+                    continue  # ASKING's OK; an ASK answered in the second round
+                if isinstance(result, BaseException):
+                    errors.append((pipelined.position, _naming(node, result)))
+                replies[pipelined.position] = result
+        if errors:
+            raise min(errors, key=lambda error: error[0])[1]
+        return replies
+
+    def _asked_node(self, node: ClusterNode, pipelined: PipelineCommand, ask: redis.exceptions.AskError) -> ClusterNode:
+        target = self.cluster.nodes_manager.get_node(host=ask.host, port=ask.port)
+        if target is None:  # a node the slot map does not know: the map is behind
+            raise ClusterChanged(node.name, _shown(pipelined), f"ASK {ask}")
+        return target
+
+
+async def _round(nodes: Pipelines) -> Pipelines:
+    """One pipeline per node, all at once; raises the first node's failure, if any."""
+    # Every node's pipeline runs to its end (or its timeout) before any failure is
+    # reported: none is left mid-reply on a connection that goes back to the pool.
+    done = await asyncio.gather(*(node.execute_pipeline(sent) for node, sent in nodes), return_exceptions=True)
+    for (node, _), outcome in zip(nodes, done, strict=True):
+        if isinstance(outcome, BaseException):
+            raise _naming(node, outcome)
+    return nodes
+
+
+def _naming(node: ClusterNode, error: BaseException) -> BaseException:
+    """A connection error that says which node it came from (redis-py's do not always)."""
+    if isinstance(error, redis.exceptions.ConnectionError) and node.name not in str(error):
+        named = type(error)(f"node {node.name}: {error}")
+        named.__cause__ = error
+        return named
+    return error
+
+
+def _refuse_redirects(nodes: Pipelines, follow_ask: bool) -> None:
+    """ClusterChanged for the first redirect (an ASK only when it is not to be followed)."""
+    for node, sent in nodes:
+        for pipelined in sent:
+            for error_type, word in REDIRECTS:
+                if isinstance(pipelined.result, error_type) and not (follow_ask and word == "ASK"):
+                    raise ClusterChanged(node.name, _shown(pipelined), f"{word} {pipelined.result}")
+
+
+def _shown(pipelined: PipelineCommand) -> str:
+    return " ".join(map(str, pipelined.args[:2]))

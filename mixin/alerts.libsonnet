@@ -1,0 +1,341 @@
+// Alerting rules. Conventions:
+// * Absence never reads as zero: every value alert compares a series that is
+//   present. Unknown never reads as resolved either: when a signal cannot be
+//   measured the exporter drops its value series, each value alert keeps
+//   firing for `valueKeepFiringFor`, and OrpycamcpSignalUnmeasured inhibits
+//   them in Alertmanager (alerts/alertmanager.example.yml).
+// * Alerts read the per-cluster `:max` records: each fires once per cluster
+//   and names it, however many replicas or target labels the cluster has.
+// * Every alert carries `severity` and `orpycamcp_role` (exporter_down,
+//   exporter_replica_down, no_signals, unmeasured, stale, total_unknown,
+//   value). Value alerts also carry `signal`; a declared backlog's alerts take
+//   it from the `backlog` label.
+local lib = import 'lib.libsonnet';
+
+{
+  local c = $._config,
+  local up = 'up' + lib.selector(c),
+  local inCluster = lib.withCluster(c, ' in cluster '),
+  local commaCluster = lib.withCluster(c, ', cluster '),
+  // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
+  // read when the alert is sent: one word per reason, whatever the replicas.
+  local failureReasons =
+    '{{ with printf "max by (reason) (orpycamcp_signal_failure_info{job=%%q, %s=%%q, signal=%%q})" $labels.job $labels.%s $labels.signal | query }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [c.clusterLabel, c.clusterLabel],
+
+  local alert(name, severity, role, expr, summary, description, labels={}, forDuration=null, keepFiring=false) = {
+    alert: name,
+    expr: expr,
+    labels: { severity: severity, orpycamcp_role: role } + labels,
+    annotations: {
+      summary: summary,
+      description: description,
+      runbook_url: lib.runbookUrl(c, name),
+    },
+  } + (if forDuration == null then {} else { 'for': forDuration })
+  + (if keepFiring then { keep_firing_for: c.valueKeepFiringFor } else {}),
+
+  local valueAlert(name, severity, signal, expr, forDuration, summary, description) =
+    alert(name, severity, 'value', expr, summary, description, { signal: signal }, forDuration, keepFiring=true),
+
+  // A declared backlog is a signal of its own, named like the backlog.
+  local backlogSignal(expr) = 'label_replace(%s, "signal", "$1", "backlog", "(.+)")' % expr,
+  local backlogAlert(name, expr, forDuration, summary, description) =
+    alert(name, 'warning', 'value', expr, summary, description, forDuration=forDuration, keepFiring=true),
+  local backlogGroup = '{{ if $labels.group }}, group {{ $labels.group }},{{ end }}',
+  // The pending items `steps` growth steps ago (0: now), e.g. "... offset 30m".
+  local stepCount = std.parseInt(std.substr(c.backlogGrowthStep, 0, std.length(c.backlogGrowthStep) - 1)),
+  local stepUnit = c.backlogGrowthStep[std.length(c.backlogGrowthStep) - 1],
+  local growthPoint(steps) =
+    'orpycamcp:backlog_pending_items:max' + (if steps == 0 then '' else ' offset %d%s' % [stepCount * steps, stepUnit]),
+  local growthSpan = lib.words('%d%s' % [stepCount * c.backlogGrowthSteps, stepUnit]),
+
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'orpycamcp.exporter.alerts',
+        rules: [
+          alert(
+            'OrpycamcpExporterAbsent', 'critical', 'exporter_down',
+            'absent(%s)' % up,
+            'No orpycamcp-exporter target is being scraped.',
+            'Prometheus has no `up` series for job {{ $labels.job }}: the exporter is not discovered or not configured, so no orpycamcp signal is monitored.',
+            forDuration=c.exporterAbsentFor,
+          ),
+          alert(
+            'OrpycamcpExporterDown', 'critical', 'exporter_down',
+            'max by (job, %s) (%s) == 0' % [c.clusterLabel, up],
+            'Every orpycamcp-exporter target is down.',
+            'No target of job {{ $labels.job }}%s could be scraped for %s, so no orpycamcp signal is monitored.' % [inCluster, lib.words(c.exporterDownFor)],
+            forDuration=c.exporterDownFor,
+          ),
+          alert(
+            'OrpycamcpExporterReplicaDown', 'warning', 'exporter_replica_down',
+            |||
+              %(up)s == 0
+              unless on (job, %(cluster)s)
+                (max by (job, %(cluster)s) (%(up)s) == 0)
+            ||| % { up: up, cluster: c.clusterLabel },
+            'An orpycamcp-exporter replica is down while others are up.',
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s could not be scraped for %s; the remaining replicas still report every signal.' % [commaCluster, lib.words(c.exporterReplicaDownFor)],
+            forDuration=c.exporterReplicaDownFor,
+          ),
+          alert(
+            'OrpycamcpExporterNoSignals', 'critical', 'no_signals',
+            |||
+              %s == 1
+              unless ignoring (signal) orpycamcp_signal_measured%s
+            ||| % [up, lib.selector(c)],
+            'An orpycamcp-exporter target is up but exposes no signal.',
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s is scraped but has exposed no orpycamcp_signal_measured series for %s.' % [commaCluster, lib.words(c.exporterNoSignalsFor)],
+            forDuration=c.exporterNoSignalsFor,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.signal.alerts',
+        rules: [
+          alert(
+            'OrpycamcpSignalUnmeasured', 'warning', 'unmeasured',
+            'orpycamcp:signal_measured:max == 0',
+            'An orpycamcp signal cannot be measured; its value is unknown.',
+            'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
+            forDuration=c.signalUnmeasuredFor,
+          ),
+          alert(
+            'OrpycamcpSignalStale', 'critical', 'stale',
+            'time() - orpycamcp:signal_last_success_timestamp_seconds:max > %d' % lib.seconds(c.signalStaleAge),
+            'An orpycamcp signal has not been measured successfully for a long time.',
+            'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s).' % [commaCluster, c.signalStaleAge],
+            forDuration=c.signalStaleFor,
+          ),
+          alert(
+            'OrpycamcpDatabaseReplayLagHigh', 'warning', 'stale',
+            'orpycamcp:database_replay_lag_seconds:max > %d' % lib.seconds(c.databaseReplayLagAge),
+            'The standby the exporter reads from lags behind its primary.',
+            'The hot standby read by job {{ $labels.job }}%s is {{ $value | humanizeDuration }} behind its primary (threshold %s): every database signal shows the platform as it was that long ago.' % [commaCluster, c.databaseReplayLagAge],
+            forDuration=c.databaseReplayLagFor,
+          ),
+          alert(
+            'OrpycamcpRedisReplicaLagHigh', 'warning', 'stale',
+            'orpycamcp:redis_replica_lag_seconds:max > %d' % lib.seconds(c.redisReplicaLagAge),
+            'The Redis replica the exporter reads the streams from is cut from its master.',
+            'The Redis replica read by job {{ $labels.job }}%s last heard from its master {{ $value | humanizeDuration }} ago (threshold %s): its streams may miss that much; past --redis.replica-max-staleness the streams signal is unmeasured (replica_stale).' % [commaCluster, c.redisReplicaLagAge],
+            forDuration=c.redisReplicaLagFor,
+          ),
+          alert(
+            'OrpycamcpPlatformTotalUnknown', 'warning', 'total_unknown',
+            |||
+              orpycamcp:signal_measured_clusters:count{signal!~"streams|audit_chain"}
+                < on (job) group_left orpycamcp:clusters:count
+            |||,
+            'A platform total is unknown because some clusters did not measure its signal.',
+            std.join(' ', [
+              'Signal {{ $labels.signal }} (job {{ $labels.job }}) is measured in {{ $value }} of {{ range printf "orpycamcp:clusters:count{job=%q}" $labels.job | query }}{{ .Value }}{{ end }} clusters, so its platform totals (orpycamcp:*:total) are absent, never partial.',
+              'No replica up: {{ range $i, $c := printf "max by (%(cluster)s) (up{job=%%q}) == 0" $labels.job | query }}{{ if $i }}, {{ end }}{{ or $c.Labels.%(cluster)s "(no %(cluster)s label)" }}{{ else }}none{{ end }}.' % { cluster: c.clusterLabel },
+              'Up but not measured: {{ range $i, $c := printf "count by (%(cluster)s) (up{job=%%q} == 1) unless on (%(cluster)s) (max by (%(cluster)s) (orpycamcp_signal_measured{job=%%q,signal=%%q}) == 1)" $labels.job $labels.job $labels.signal | query }}{{ if $i }}, {{ end }}{{ or $c.Labels.%(cluster)s "(no %(cluster)s label)" }}{{ else }}none{{ end }}.' % { cluster: c.clusterLabel },
+            ]),
+            forDuration=c.platformTotalUnknownFor,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.dlq.alerts',
+        rules: [
+          valueAlert(
+            'OrpycamcpDlqPendingTooLong', 'warning', 'dlq',
+            'orpycamcp:dlq_pending_events:max > 0',
+            c.dlqPendingFor,
+            'Dead-lettered events have been pending for over %s.' % lib.words(c.dlqPendingFor),
+            '{{ $value }} dead-lettered events of origin group {{ $labels.origin_group }}%s have been waiting for an administrator for more than %s.' % [inCluster, lib.words(c.dlqPendingFor)],
+          ),
+          valueAlert(
+            'OrpycamcpDlqOldestPendingTooOld', 'critical', 'dlq',
+            'time() - orpycamcp:dlq_oldest_pending_timestamp_seconds:max > %d' % lib.seconds(c.dlqOldestPendingAge),
+            c.dlqOldestPendingFor,
+            'A dead-lettered event has been pending for over %s.' % lib.words(c.dlqOldestPendingAge),
+            'The oldest pending dead-lettered event of origin group {{ $labels.origin_group }}%s is {{ $value | humanizeDuration }} old (threshold %s).' % [inCluster, c.dlqOldestPendingAge],
+          ),
+          valueAlert(
+            'OrpycamcpDlqPendingAgeUnknown', 'warning', 'dlq',
+            |||
+              orpycamcp:dlq_pending_events:max > 0
+              unless orpycamcp:dlq_oldest_pending_timestamp_seconds:max
+            |||,
+            c.dlqPendingAgeUnknownFor,
+            'Dead-lettered events are pending but the age of the oldest is unknown.',
+            'Origin group {{ $labels.origin_group }}%s reports {{ $value }} pending dead-lettered events but no oldest-pending timestamp, so their age cannot be checked.' % inCluster,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.preservation.alerts',
+        rules: [
+          valueAlert(
+            'OrpycamcpPreservationArtifactsExhausted', 'critical', 'preservation',
+            'orpycamcp:preservation_exhausted_artifacts:max > 0',
+            c.preservationExhaustedFor,
+            'Preservation artifacts have exhausted their retries.',
+            '{{ $value }} {{ $labels.artifact }} artifacts are stuck in phase {{ $labels.phase }}%s with no retry left.' % inCluster,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.audit_chain.alerts',
+        rules: [
+          valueAlert(
+            'OrpycamcpAuditChainUndeclaredBreaks', 'critical', 'audit_chain',
+            'orpycamcp:audit_chain_breaks:max > orpycamcp:audit_chain_declared_breaks:max',
+            c.auditChainUndeclaredBreaksFor,
+            'The audit chain has breaks that were not declared.',
+            'The last complete audit-chain verification%s found {{ $value }} breaks, more than the breaks already declared.' % inCluster,
+          ),
+          valueAlert(
+            'OrpycamcpAuditChainVerificationFailed', 'critical', 'audit_chain',
+            'orpycamcp:audit_chain_verification_ok:max == 0',
+            c.auditChainVerificationFailedFor,
+            'The last audit-chain verification run failed.',
+            'The last complete audit-chain verification run (job {{ $labels.job }}%s) reported a failure.' % commaCluster,
+          ),
+          valueAlert(
+            'OrpycamcpAuditChainVerificationStale', 'warning', 'audit_chain',
+            'time() - orpycamcp:audit_chain_last_verification_timestamp_seconds:max > %d' % lib.seconds(c.auditChainVerificationAge),
+            c.auditChainVerificationStaleFor,
+            'The audit chain has not been verified for over %s.' % lib.words(c.auditChainVerificationAge),
+            'The last complete audit-chain verification run%s finished {{ $value | humanizeDuration }} ago (threshold %s).' % [inCluster, c.auditChainVerificationAge],
+          ),
+          valueAlert(
+            'OrpycamcpAuditChainNeverVerified', 'warning', 'audit_chain',
+            |||
+              orpycamcp:signal_measured:max{signal="audit_chain"} == 1
+              unless ignoring (signal)
+                orpycamcp:audit_chain_last_verification_timestamp_seconds:max
+            |||,
+            c.auditChainNeverVerifiedFor,
+            'The audit chain has never been verified.',
+            'The audit_chain signal is measured (job {{ $labels.job }}%s) but no complete audit-chain verification run has ever been recorded.' % commaCluster,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.streams.alerts',
+        rules: [
+          // The reclaim sweep (every 30 s, min idle 60 s, 5 deliveries) clears
+          // a stuck message within about 2.5 minutes.
+          valueAlert(
+            'OrpycamcpStreamPendingTooOld', 'warning', 'streams',
+            'time() - orpycamcp:stream_oldest_pending_timestamp_seconds:max > %d' % lib.seconds(c.streamPendingAge),
+            c.streamPendingTooOldFor,
+            'A consumer group holds a pending message older than the reclaim window.',
+            'The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }}%s is {{ $value | humanizeDuration }} old (threshold %s); the reclaim sweep should have cleared it within about 2.5 minutes.' % [lib.withCluster(c, ' (read by cluster ', ')'), c.streamPendingAge],
+          ),
+          valueAlert(
+            'OrpycamcpStreamPendingAgeUnknown', 'warning', 'streams',
+            |||
+              orpycamcp:stream_pending_messages:max > 0
+              unless orpycamcp:stream_oldest_pending_timestamp_seconds:max
+            |||,
+            c.streamPendingAgeUnknownFor,
+            'A consumer group has pending messages but the age of the oldest is unknown.',
+            'Group {{ $labels.group }} on stream {{ $labels.stream }} reports {{ $value }} pending messages but no oldest-pending timestamp, so their age cannot be checked.',
+          ),
+          valueAlert(
+            'OrpycamcpDeadletterStreamGrowing', 'warning', 'streams',
+            |||
+              orpycamcp:deadletter_stream_entries:max
+                > orpycamcp:deadletter_stream_entries:max offset %s
+            ||| % c.deadletterStreamGrowthWindow,
+            null,
+            'A dead-letter stream is growing.',
+            'Dead-letter stream {{ $labels.stream }} holds {{ $value }} entries, more than %s ago: messages are failing after every delivery attempt.' % lib.words(c.deadletterStreamGrowthWindow),
+          ),
+          // Streams are trimmed at 30 days.
+          valueAlert(
+            'OrpycamcpDeadletterStreamEntriesTooOld', 'info', 'streams',
+            'time() - orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max > %d' % lib.seconds(c.deadletterStreamEntriesAge),
+            c.deadletterStreamEntriesTooOldFor,
+            'A dead-letter stream holds entries older than the 30-day trim horizon.',
+            'The first entry of dead-letter stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s): trimming is not running.' % c.deadletterStreamEntriesAge,
+          ),
+        ],
+      },
+      // Declared backlogs: generic over every backlog of --backlogs.config-file.
+      // `signal` is copied from `backlog`, so OrpycamcpSignalUnmeasured{signal="<backlog>"}
+      // holds and inhibits these too. One backlog's own threshold: see
+      // "Per-backlog thresholds" in docs/alerts-and-dashboard.md.
+      {
+        name: 'orpycamcp.backlog.alerts',
+        rules: [
+          backlogAlert(
+            'OrpycamcpBacklogPendingTooLong',
+            backlogSignal('orpycamcp:backlog_pending_items:max > 0'),
+            c.backlogPendingFor,
+            'Items of a declared backlog have been pending for over %s.' % lib.words(c.backlogPendingFor),
+            '{{ $value }} items of backlog {{ $labels.backlog }}%s have been pending for more than %s.' % [backlogGroup, lib.words(c.backlogPendingFor)],
+          ),
+          backlogAlert(
+            'OrpycamcpBacklogOldestPendingTooOld',
+            |||
+              label_replace(
+                time() - orpycamcp:backlog_oldest_pending_timestamp_seconds:max > %d,
+                "signal", "$1", "backlog", "(.+)"
+              )
+            ||| % lib.seconds(c.backlogOldestPendingAge),
+            c.backlogOldestPendingFor,
+            'An item of a declared backlog has been pending for over %s.' % lib.words(c.backlogOldestPendingAge),
+            'The oldest pending item of backlog {{ $labels.backlog }}%s is {{ $value | humanizeDuration }} old (threshold %s).' % [backlogGroup, c.backlogOldestPendingAge],
+          ),
+          // Only in a backlog that reported an oldest timestamp within the
+          // lookback: a backlog declared without `oldest` never does.
+          backlogAlert(
+            'OrpycamcpBacklogPendingAgeUnknown',
+            |||
+              label_replace(
+                orpycamcp:backlog_pending_items:max > 0
+                unless orpycamcp:backlog_oldest_pending_timestamp_seconds:max
+                and on (job, backlog)
+                  group by (job, backlog) (last_over_time(orpycamcp:backlog_oldest_pending_timestamp_seconds:max[%s])),
+                "signal", "$1", "backlog", "(.+)"
+              )
+            ||| % c.backlogOldestLookback,
+            c.backlogPendingAgeUnknownFor,
+            'Items of a declared backlog are pending but the age of the oldest is unknown.',
+            'Backlog {{ $labels.backlog }}%s reports {{ $value }} pending items but no oldest-pending timestamp, so their age cannot be checked.' % backlogGroup,
+          ),
+          // The thresholds are data, not PromQL: declared per backlog and window
+          // (arrivals.alert_above) and exported as orpycamcp_backlog_arrivals_threshold;
+          // a window without one never fires.
+          backlogAlert(
+            'OrpycamcpBacklogArrivalsHigh',
+            |||
+              label_replace(
+                orpycamcp:backlog_arrivals:max
+                  > ignoring (group) group_left orpycamcp:backlog_arrivals_threshold:max,
+                "signal", "$1", "backlog", "(.+)"
+              )
+            |||,
+            c.backlogArrivalsHighFor,
+            'More rows than the declared threshold arrived in a declared backlog within its window.',
+            '{{ $value }} rows of backlog {{ $labels.backlog }}%s arrived within the last {{ $labels.window }}, over the threshold declared for that window (arrivals.alert_above).' % backlogGroup,
+          ),
+          // Growing at each of the last N steps, not one spike; every point must be
+          // present, so a backlog unmeasured now (its series absent) never fires.
+          backlogAlert(
+            'OrpycamcpBacklogPendingGrowing',
+            |||
+              label_replace(
+                %s,
+                "signal", "$1", "backlog", "(.+)"
+              )
+            ||| % std.join('\n    and ', [
+              '%s > %s' % [growthPoint(i), growthPoint(i + 1)]
+              for i in std.range(0, c.backlogGrowthSteps - 1)
+            ]),
+            null,
+            'The pending items of a declared backlog have grown at every step for %s.' % growthSpan,
+            'Backlog {{ $labels.backlog }}%s has {{ $value }} pending items, more than %s before in each of the last %d intervals: a sustained increase, a sign of a systemic problem in its pipeline.' % [backlogGroup, lib.words(c.backlogGrowthStep), c.backlogGrowthSteps],
+          ),
+        ],
+      },
+    ],
+  },
+}

@@ -1,0 +1,76 @@
+// Everything a deployment may need to change, with the defaults the plain
+// files (alerts/orpycamcp.rules.yml, grafana/dashboards/*.json) are rendered with.
+// Override it with `(import "mixin.libsonnet") + { _config+:: { ... } }`.
+{
+  _config+:: {
+    // Selects the exporter's targets; inserted in every selector of the rules.
+    orpycamcpSelector: 'job="orpycamcp-exporter"',
+    // The target label that names an exporter deployment's PostgreSQL cluster
+    // (one exporter deployment, with its replicas, per cluster). Replicas are
+    // merged by job, this label and a family's own labels: instance, pod,
+    // namespace or any other target label never splits a cluster.
+    clusterLabel: 'cluster',
+
+    // %s is the lower-cased alert name: the anchor of its runbook section.
+    runbookUrlPattern: 'https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md#%s',
+
+    // How long a value alert keeps firing once its value series are gone:
+    // an unmeasured signal never reads as resolved.
+    valueKeepFiringFor: '10m',
+    // A platform total also needs the clusters known now to have been known
+    // this long ago, so a cluster not scraped yet after a restart is not missed.
+    totalsWarmUp: '1m',
+
+    // Thresholds: ages are durations (5m, 24h, 31d), counts are numbers.
+    exporterAbsentFor: '5m',
+    exporterDownFor: '5m',
+    exporterReplicaDownFor: '10m',
+    exporterNoSignalsFor: '5m',
+    signalUnmeasuredFor: '5m',
+    signalStaleAge: '30m',
+    signalStaleFor: '5m',
+    databaseReplayLagAge: '5m',
+    databaseReplayLagFor: '10m',
+    redisReplicaLagAge: '30s',
+    redisReplicaLagFor: '5m',
+    platformTotalUnknownFor: '5m',
+    dlqPendingFor: '1h',
+    dlqOldestPendingAge: '24h',
+    dlqOldestPendingFor: '5m',
+    dlqPendingAgeUnknownFor: '10m',
+    preservationExhaustedFor: '5m',
+    auditChainUndeclaredBreaksFor: '1m',
+    auditChainVerificationFailedFor: '1m',
+    auditChainVerificationAge: '26h',
+    auditChainVerificationStaleFor: '5m',
+    auditChainNeverVerifiedFor: '1h',
+    streamPendingAge: '10m',
+    streamPendingTooOldFor: '5m',
+    streamPendingAgeUnknownFor: '10m',
+    deadletterStreamGrowthWindow: '15m',
+    deadletterStreamEntriesAge: '31d',
+    deadletterStreamEntriesTooOldFor: '1h',
+    backlogPendingFor: '1h',
+    backlogOldestPendingAge: '24h',
+    backlogOldestPendingFor: '5m',
+    backlogPendingAgeUnknownFor: '10m',
+    // A backlog whose `oldest` reported nothing for this long has none to report.
+    backlogOldestLookback: '1d',
+    // Arrivals above the threshold declared per backlog and window (the
+    // declarations file's arrivals.alert_above, exported by the exporter) this long.
+    backlogArrivalsHighFor: '5m',
+    // Pending items higher than one step earlier at each of the last N steps.
+    backlogGrowthStep: '15m',
+    backlogGrowthSteps: 4,
+
+    // The Grafana dashboard.
+    dashboardUid: 'orpycamcp-overview',
+    dashboardTitle: 'orpycamcp exporter overview',
+    dashboardTags: ['orpycamcp'],
+    dashboardRefresh: '1m',
+    // The data source variable offers the data sources of this type whose
+    // name matches the regex ('' = all of them).
+    datasourceType: 'prometheus',
+    datasourceRegex: '',
+  },
+}

@@ -1,0 +1,11 @@
+// The orpycamcp-exporter monitoring mixin: recording rules, alerts and the
+// Grafana dashboard, parameterised by `_config` (config.libsonnet).
+//
+//   local orpycamcp = (import 'orpycamcp-exporter/mixin/mixin.libsonnet') + {
+//     _config+:: { orpycamcpSelector: 'job="orpycamcp"', clusterLabel: 'k8s_cluster' },
+//   };
+//   { rules: orpycamcp.prometheusRules, alerts: orpycamcp.prometheusAlerts, dashboards: orpycamcp.grafanaDashboards }
+(import 'config.libsonnet')
++ (import 'rules.libsonnet')
++ (import 'alerts.libsonnet')
++ (import 'dashboards/dashboards.libsonnet')

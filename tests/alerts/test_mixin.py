@@ -1,0 +1,152 @@
+"""The monitoring mixin (mixin/): the checked-in plain files are its default rendering."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from devkit import mixin
+from devkit.tools import tool
+
+from .shorten import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def default_rendering() -> dict[str, str]:
+    tool("jsonnet")
+    return {str(path): text for path, text in mixin.render().items()}
+
+
+def test_checked_in_files_are_the_default_rendering(default_rendering: dict[str, str]) -> None:
+    """Edit mixin/ and run `python -m devkit.mixin`; never edit the rendered files by hand."""
+    assert set(default_rendering) == {
+        "alerts/orpycamcp.rules.yml",
+        "deploy/kubernetes/base/prometheusrule.yaml",
+        *(f"grafana/dashboards/{p.name}" for p in (REPO_ROOT / "grafana" / "dashboards").glob("*.json")),
+    }
+    for path, text in default_rendering.items():
+        assert (REPO_ROOT / path).read_text(encoding="utf-8") == text, f"{path} drifted from mixin/: re-render it"
+
+
+def test_mixin_outputs_have_the_mixin_shape() -> None:
+    tool("jsonnet")
+    rendering = mixin.evaluate()
+    for rules in (rendering.rules, rendering.alerts):
+        assert set(rules) == {"groups"}
+        assert all(group["name"] and group["rules"] for group in rules["groups"])
+    assert all("record" in r for g in rendering.rules["groups"] for r in g["rules"])
+    assert all("alert" in r for g in rendering.alerts["groups"] for r in g["rules"])
+    assert set(rendering.dashboards) == {"orpycamcp-overview.json"}
+    assert rendering.dashboards["orpycamcp-overview.json"]["uid"] == "orpycamcp-overview"
+
+
+RAW_SELECTOR = re.compile(r"\b(up|orpycamcp_[a-z0-9_]+)(\{[^}]*\})?")
+BY_CLAUSE = re.compile(r"\bby \(([^)]*)\)")
+
+
+def test_config_override_reaches_every_selector() -> None:
+    """Every raw series is selected by the override and every merge keeps the new cluster label."""
+    tool("jsonnet")
+    selector = 'job="orpycamcp", namespace="monitoring"'
+    rendering = mixin.evaluate({"orpycamcpSelector": selector, "clusterLabel": "shard"})
+    exprs = [str(r["expr"]) for doc in (rendering.rules, rendering.alerts) for g in doc["groups"] for r in g["rules"]]
+    raw = [m for expr in exprs for m in RAW_SELECTOR.finditer(expr)]
+    assert len(raw) > 30
+    for match in raw:
+        assert (match.group(2) or "").startswith("{" + selector), match.group(0)
+    groupings = [set(map(str.strip, m.group(1).split(","))) for e in exprs for m in BY_CLAUSE.finditer(e)]
+    assert not any("cluster" in labels for labels in groupings)
+    assert sum("shard" in labels for labels in groupings) > 20
+    dashboard = json.dumps(rendering.dashboards)
+    assert "by (shard, signal)" in dashboard
+    assert "{{shard}}" in dashboard
+    assert 'shard=~\\"$cluster\\"' in dashboard
+    assert "(cluster" not in dashboard
+
+
+def test_a_broken_config_is_one_clear_error() -> None:
+    tool("jsonnet")
+    with pytest.raises(mixin.MixinError, match="not a one-unit duration"):
+        mixin.evaluate({"dlqOldestPendingAge": "1h30m"})
+
+
+# --- another job name and cluster label, rendered from the mixin --------------------
+
+RENAMED_CONFIG = {"orpycamcpSelector": 'job="orpycamcp"', "clusterLabel": "k8s_cluster"}
+RULE_TESTS = sorted((REPO_ROOT / "alerts" / "tests").glob("*.test.yml"))
+RENAMES = (
+    (re.compile(r'\bjob="orpycamcp-exporter"'), 'job="orpycamcp"'),
+    (re.compile(r"^(\s+)job: orpycamcp-exporter$", re.MULTILINE), r"\1job: orpycamcp"),
+    (re.compile(r"\bjob orpycamcp-exporter\b"), "job orpycamcp"),
+    (re.compile(r'(?<![\w$])cluster="'), 'k8s_cluster="'),
+    (re.compile(r"^(\s+)cluster:", re.MULTILINE), r"\1k8s_cluster:"),
+)
+
+
+def renamed(text: str) -> str:
+    """A promtool test file for targets of job `orpycamcp` whose cluster label is `k8s_cluster`."""
+    for pattern, replacement in RENAMES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def promtool_on(rules: str, tests: list[Path], directory: Path) -> subprocess.CompletedProcess[str]:
+    """Runs the renamed copies of `tests` against `rules` (each test names ../orpycamcp.rules.yml)."""
+    (directory / "orpycamcp.rules.yml").write_text(rules, encoding="utf-8")
+    (directory / "tests").mkdir()
+    copies = []
+    for path in tests:
+        copy = directory / "tests" / path.name
+        copy.write_text(renamed(path.read_text(encoding="utf-8")), encoding="utf-8")
+        copies.append(str(copy))
+    return subprocess.run(
+        [tool("promtool"), "test", "rules", *copies], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_renamed_job_and_cluster_label_pass_every_rule_test(tmp_path: Path) -> None:
+    """The whole promtool suite, renamed, passes against the mixin rendered for those names."""
+    tool("jsonnet")
+    assert any(path.name == "replicas.test.yml" for path in RULE_TESTS)
+    for path in RULE_TESTS:
+        text = renamed(path.read_text(encoding="utf-8"))
+        assert 'job="orpycamcp-exporter"' not in text, path.name
+        assert not re.search(r"(?<![\w$])cluster=|^\s+cluster:", text, re.MULTILINE), path.name
+    assert (
+        renamed((REPO_ROOT / "alerts/tests/replicas.test.yml").read_text(encoding="utf-8")).count("k8s_cluster=") > 50
+    )
+    rules = mixin.render(RENAMED_CONFIG)[Path("alerts/orpycamcp.rules.yml")]
+    result = promtool_on(rules, RULE_TESTS, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
+
+
+def test_renamed_rule_tests_fail_against_the_default_rules(tmp_path: Path) -> None:
+    """Without the override, a job named otherwise gets nothing: the renamed tests see it."""
+    tool("jsonnet")
+    replicas = [path for path in RULE_TESTS if path.name == "replicas.test.yml"]
+    result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path)
+    assert result.returncode != 0
+    assert "OrpycamcpDlqPendingTooLong" in result.stdout + result.stderr
+
+
+CONFIG_ROW = re.compile(r"^\| (`\w+`(?:, `\w+`)*) \| (.+?) \| .+ \|$", re.MULTILINE)
+
+
+def test_the_guide_lists_every_config_field_with_its_default() -> None:
+    """docs/alerts-and-dashboard.md: one table row per `_config` field (or fields sharing a row), defaults included."""
+    tool("jsonnet")
+    config = mixin.default_config()
+    guide = (REPO_ROOT / "docs" / "alerts-and-dashboard.md").read_text(encoding="utf-8")
+    listed: dict[str, str] = {}
+    for fields, defaults in CONFIG_ROW.findall(guide):
+        for field in re.findall(r"`(\w+)`", fields):
+            listed[field] = defaults
+    assert set(listed) == set(config)
+    for field, default in config.items():
+        shown = default if isinstance(default, str) else json.dumps(default)
+        assert f"`{shown}`" in listed[field] or (shown == "" and '`""`' in listed[field]), (field, listed[field])
