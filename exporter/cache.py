@@ -3,14 +3,17 @@
 Measured only when scraped; the outcome (success or failure) is cached for the
 TTL; concurrent scrapes share the one measurement in flight; the measurement
 is cut at the deadline. A scrape that cannot wait for it gets None and the
-measurement goes on to serve the next scrape.
+measurement goes on to serve the next scrape. Closing cancels the measurement
+in flight; a cache closed measures nothing more.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from exporter.measure import SYSTEM_CLOCK, Clock, measure
+from exporter.clock import SYSTEM_CLOCK, Clock
+from exporter.lifecycle import Lifecycle, cancel_and_wait
+from exporter.measure import measure
 from exporter.outcomes import Outcome
 from exporter.signals import Signal
 from exporter.sources import Sources
@@ -37,6 +40,7 @@ class SignalCache:
         self._outcome: Outcome | None = None
         self._outcome_at = 0.0
         self._in_flight: asyncio.Task[Outcome] | None = None
+        self._life = Lifecycle(f"the cache of signal {signal.name}")
         self.measurements = 0
         self.generation = 0  # bumped with every new outcome, so a scrape can tell if anything changed
 
@@ -53,6 +57,7 @@ class SignalCache:
 
     async def get(self, wait: float) -> Outcome | None:
         """The cached outcome, or a new one waited for at most `wait` seconds."""
+        self._life.ensure_open()
         fresh = self.fresh()
         if fresh is not None:
             return fresh
@@ -74,3 +79,8 @@ class SignalCache:
             return outcome
         finally:
             self._in_flight = None
+
+    async def close(self) -> None:
+        """Cancel the measurement in flight and wait for it to end (bounded)."""
+        self._life.close()
+        await cancel_and_wait([self._in_flight])

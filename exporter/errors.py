@@ -92,7 +92,7 @@ class ListenError(Exception):
     def __init__(self, address: str, problem: str) -> None:
         self.address = address
         self.problem = problem
-        super().__init__(f"cannot listen on {address}: {problem} (set another with --web.listen-address)")
+        super().__init__(f"cannot listen on {address}: {problem} (set another with {flag_of('listen_address')})")
 
 
 class MeasurementError(Exception):
@@ -200,7 +200,14 @@ class ReplicaStale(MeasurementError):
         super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
 
 
-class ClusterChanged(Exception):
+class SourceError(Exception):
+    """A source could not serve a measurement, for a reason it knows: raised where the
+    client's own exception is caught, so that nothing downstream parses a server's words."""
+
+    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
+
+
+class ClusterChanged(SourceError):
     """A Redis Cluster node redirected a command (MOVED; an ASK where it is not
     followed) or asked for it again (TRYAGAIN): the slot map the measurement was
     routed by is no longer the cluster's, so none of its replies is kept."""
@@ -231,9 +238,37 @@ class BacklogConfigError(ConfigError):
         super().__init__(setting, f"{where}: {problem}" if where else problem)
 
 
-class DatabaseUnreachable(Exception):
+def flag_of(name: str) -> str:
+    """The command-line flag of the option `name`, as the settings declare it."""
+    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
+
+    return OPTIONS_BY_NAME[name].flag
+
+
+def setting(name: str, value: str) -> str:
+    """How to give the option `name` this value, by flag and by environment, as the settings declare it."""
+    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
+
+    declared = OPTIONS_BY_NAME[name]
+    return f"{declared.flag} {value} ({declared.env}={value})"
+
+
+class Closed(SourceError):
+    """A long-lived object (a cache, a source, the replay-lag reader) used after
+    its close: a defect of the exporter's shutdown, never a new connection."""
+
+    reason = Reason.INTERNAL_ERROR
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what} is closed")
+
+
+class DatabaseUnreachable(SourceError):
     """No host of the PostgreSQL URL gave a session of the kind it asks for;
     says, host by host, why (never the password: hosts are named as parsed)."""
+
+    reason = Reason.CONNECTION_ERROR
 
     def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
         self.wanted = wanted
@@ -243,11 +278,36 @@ class DatabaseUnreachable(Exception):
         super().__init__(f"no host gave a session{kind}: {tried}")
 
 
-class SourceError(Exception):
-    """A source could not serve a measurement, for a reason it knows: raised where the
-    client's own exception is caught, so that nothing downstream parses a server's words."""
+class DatabaseRefused(SourceError):
+    """PostgreSQL answered with an error: its SQLSTATE, its message, and the reason
+    the SQLSTATE means (exporter.sources.postgres_errors)."""
 
-    reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
+    def __init__(self, reason: Reason, sqlstate: str, words: str) -> None:
+        self.reason = reason
+        self.sqlstate = sqlstate
+        self.words = words  # the server's error on one line (server_words)
+        super().__init__(words)
+
+
+class DatabaseConnectionBroken(SourceError):
+    """The connection to PostgreSQL failed under a statement (closed, reset, or left
+    in a protocol state the client refuses to use); it is replaced."""
+
+    reason = Reason.CONNECTION_ERROR
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"connection in an unusable state: {problem}")
+
+
+class ArgumentDoesNotFit(SourceError):
+    """A value bound to a statement does not fit its column's type (text for an integer, ...)."""
+
+    reason = Reason.CONTRACT_VIOLATION
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"a value does not fit its column: {problem}")
 
 
 class SessionNotKept(SourceError):
@@ -260,8 +320,7 @@ class SessionNotKept(SourceError):
         self.evidence = evidence
         super().__init__(
             f"the server session of a connection changed between two of its transactions ({evidence}):"
-            " a transaction pooler is in front of the database; set --database.pool-mode transaction"
-            " (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
+            f" a transaction pooler is in front of the database; set {setting('pool_mode', 'transaction')}"
         )
 
 
@@ -378,7 +437,7 @@ class SentinelsRefusedCredentials(SentinelsUnreachable):
     summary = "every sentinel refused the credentials given for the sentinels"
 
 
-class ConnectNotGranted(Exception):
+class ConnectNotGranted(SourceError):
     """The server refused the role a session on the database: no CONNECT privilege."""
 
     reason = Reason.CONNECT_NOT_GRANTED

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
+from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.errors import Reason
 from exporter.outcomes import Outcome, classify
 from exporter.signals import Signal, Source
@@ -18,17 +16,6 @@ from exporter.validate import complete
 from registry import Registry
 
 log = logging.getLogger("orpycamcp.measure")
-
-
-@dataclass(frozen=True)
-class Clock:
-    """Where time comes from; the tests drive their own."""
-
-    monotonic: Callable[[], float] = time.monotonic
-    wall: Callable[[], float] = time.time
-
-
-SYSTEM_CLOCK = Clock()
 
 
 async def measure(

@@ -21,7 +21,8 @@ import asyncio
 import logging
 import math
 
-from exporter.measure import SYSTEM_CLOCK, Clock
+from exporter.clock import SYSTEM_CLOCK, Clock
+from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.samples import Sample
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts
@@ -31,7 +32,7 @@ log = logging.getLogger("orpycamcp.replica")
 
 
 class ReplayLag:
-    """The replay lag, cached for the TTL like a signal; never raises."""
+    """The replay lag, cached for the TTL like a signal; never raises while open."""
 
     def __init__(self, postgres: Postgres, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK) -> None:
         self.postgres = postgres
@@ -41,6 +42,7 @@ class ReplayLag:
         self._seconds: float | None = None
         self._at: float | None = None
         self._in_flight: asyncio.Task[float | None] | None = None
+        self._life = Lifecycle("the replay-lag reader")
         self.generation = 0
 
     def fresh(self) -> bool:
@@ -54,6 +56,7 @@ class ReplayLag:
 
     async def refresh(self, wait: float) -> None:
         """Read the lag again if it is older than the TTL, waiting at most `wait` seconds."""
+        self._life.ensure_open()
         if self.fresh():
             return
         if self._in_flight is None:
@@ -78,3 +81,8 @@ class ReplayLag:
             return self._seconds
         finally:
             self._in_flight = None
+
+    async def close(self) -> None:
+        """Cancel the reading in flight and wait for it to end (bounded)."""
+        self._life.close()
+        await cancel_and_wait([self._in_flight])

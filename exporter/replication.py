@@ -19,8 +19,6 @@ from exporter.errors import ReplicaStale
 from exporter.samples import Sample
 from registry.families import REDIS_REPLICA_LAG
 
-DEFAULT_MAX_STALENESS_SECONDS = 60.0
-
 # A standby's lag, as `orpycamcp_database_replay_lag_seconds` reports it: 0 when
 # its WAL receiver runs and it has replayed all it received; else the age of
 # the last replayed transaction (which overstates it while the primary is

@@ -82,4 +82,9 @@ class Exporter:
         return redis_lag_samples(redis.replica_link) if redis is not None and "streams" in self._caches else ()
 
     async def close(self) -> None:
+        """End every measurement in flight, then the sources' connections and clients."""
+        await asyncio.gather(
+            *(cache.close() for cache in self._caches.values()),
+            self.replay_lag.close() if self.replay_lag is not None else asyncio.sleep(0),
+        )
         await self.sources.close()

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
+from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.measure import SYSTEM_CLOCK, Clock
 from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
@@ -65,7 +65,7 @@ def timeouts_of(settings: Settings) -> Timeouts:
     return settings.feeding(Timeouts)
 
 
-def build_sources(settings: Settings) -> Sources:
+def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
     """The clients of the configured sources; none connects before its first use."""
     timeouts = timeouts_of(settings)
     postgres = redis = None
@@ -73,7 +73,9 @@ def build_sources(settings: Settings) -> Sources:
         # A URL's application_name is the operator's choice; else the exporter names itself.
         named = dsn.parse(settings.database_url).application_name
         postgres = Postgres(
-            settings.feeding(PostgresSettings, **({"application_name": named} if named else {})), timeouts
+            settings.feeding(PostgresSettings, **({"application_name": named} if named else {})),
+            timeouts,
+            clock=clock,
         )
     if settings.redis_url is not None:
         redis = RedisStreams(settings.feeding(RedisSettings, tls=settings.redis_tls), timeouts)
@@ -82,7 +84,7 @@ def build_sources(settings: Settings) -> Sources:
 
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
-    sources = build_sources(settings)
+    sources = build_sources(settings, clock)
     catalog = catalog_of(settings.backlogs, settings.streams)
     caches = [
         SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)

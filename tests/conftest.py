@@ -9,6 +9,25 @@ from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
 from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
 from tests.platform import Platform, create_platform
 
+# The slow tier: images and the wheel built, whole stacks end to end, the fault
+# matrix and the load, scale. Everything else (pure and single-server tests) is
+# the fast tier: `scripts/test --fast`, or `pytest -m "not slow"`.
+SLOW_TIER = (
+    "tests/deploy/test_compose_up.py",
+    "tests/deploy/test_image.py",
+    "tests/deploy/test_wheel.py",
+    "tests/e2e/",
+    "tests/faults/",
+    "tests/exporter/sources/test_scale.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix().startswith(SLOW_TIER):
+            item.add_marker(pytest.mark.slow)
+
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     return servers_header()

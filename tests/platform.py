@@ -118,6 +118,17 @@ class Platform:
             f"INSERT INTO {table} (task_name, status, created_at) VALUES ($1, $2, $3)", task_name, status, created_at
         )
 
+    async def put_dead_letters_to_sleep(self, slug: str) -> None:
+        """The tenant's dead letters behind a view that sleeps a minute: a statement
+        of the exporter that runs until it is cancelled (or its statement timeout)."""
+        schema = _quote("tenant_" + slug)
+        await self.execute(f"ALTER TABLE {schema}.evento_dead_letter RENAME TO evento_dead_letter_rows")
+        await self.execute(
+            f"CREATE VIEW {schema}.evento_dead_letter AS SELECT rows.* FROM {schema}.evento_dead_letter_rows AS rows"
+            " CROSS JOIN pg_sleep(60) AS slept"
+        )
+        await self.execute(f"GRANT SELECT ON {schema}.evento_dead_letter TO {EXPORTER_ROLE}")
+
     async def exporter_sessions(self) -> int:
         rows = await self.fetch(
             "SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1 AND datname = $2",

@@ -56,7 +56,7 @@ def counts_of(outcome: Outcome) -> Values:
 
 
 def streams_source(url: str, tls: RedisTls = NO_TLS, deadline: float = 2.0) -> RedisStreams:
-    return RedisStreams(RedisSettings(url, tls=tls), Timeouts(deadline))
+    return RedisStreams(RedisSettings(url, tls=tls, replica_max_staleness=60), Timeouts(deadline))
 
 
 async def measure_streams(source: RedisStreams, deadline: float = 2.0) -> Outcome:

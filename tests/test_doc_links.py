@@ -38,6 +38,8 @@ OTHER_TOOLS_FLAGS = {
     "--before": "python -m bench.run",
     "--tenants": "python -m bench.run, bench.sharded",
     "--runs": "python -m bench.run, bench.sharded",
+    "--rounds": "python -m bench.redis_streams, bench.broken_tenant",
+    "--fast": "scripts/test",
     "--steady": "python -m bench.sharded",
     "--clusters": "python -m bench.sharded",
     "--roads-tenants": "python -m bench.run",

@@ -15,6 +15,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from exporter.http.reload import WebConfigSource
 
+# The password behind the placeholder hash: public on purpose, refused for every user.
+PLACEHOLDER_PASSWORD = "orpycamcp-exporter"  # noqa: S105
 _CACHE_LIMIT = 128
 
 
@@ -22,7 +24,7 @@ _CACHE_LIMIT = 128
 def _placeholder_hash(rounds: int) -> bytes:
     """Checked against when the user is unknown, at the cost of the configured
     hashes, so the time of an answer does not tell which users exist."""
-    return bcrypt.hashpw(b"orpycamcp-exporter", bcrypt.gensalt(rounds=rounds))
+    return bcrypt.hashpw(PLACEHOLDER_PASSWORD.encode(), bcrypt.gensalt(rounds=rounds))
 
 
 def _cost(users: Mapping[str, bytes]) -> int:

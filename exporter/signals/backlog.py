@@ -25,7 +25,7 @@ from typing import NamedTuple
 import asyncpg
 
 from exporter.backlogs import Backlog, Scope, Value
-from exporter.errors import ContractViolation
+from exporter.errors import ArgumentDoesNotFit, ContractViolation, DatabaseRefused
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, epoch_seconds
 from exporter.sources import Sources
@@ -144,6 +144,9 @@ def oldest_seconds(backlog: Backlog, value: object) -> float:
     return epoch_seconds(backlog.name, where, value)
 
 
+UNDEFINED_FUNCTION = "42883"  # the time expression applied to a column of another type
+
+
 async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
     postgres = sources.require_postgres(backlog.name)
     where, args = predicate(backlog)
@@ -151,16 +154,16 @@ async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
         if backlog.scope is Scope.TENANT:
             return await postgres.fetch_tenant_batches(backlog.name, functools.partial(batch_sql, backlog, where), args)
         return await postgres.fetch(aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)]), *args)
-    except* asyncpg.exceptions.UndefinedFunctionError:
+    except DatabaseRefused as exc:
+        if exc.sqlstate != UNDEFINED_FUNCTION:
+            raise
         # The time expression plans only for a timestamp, timestamptz or date (exporter.zones).
         raise ContractViolation(
             backlog.name, f"{backlog.table[-1]}.{backlog.oldest}", "not a timestamp, timestamptz or date column"
         ) from None
-    except* asyncpg.exceptions.DataError as group:
-        # asyncpg refuses to bind a value of the wrong type (text for an integer column, ...).
-        raise ContractViolation(
-            backlog.name, "pending", f"a value does not fit its column: {group.exceptions[0]}"
-        ) from None
+    except ArgumentDoesNotFit as exc:
+        # A declared value of the wrong type for its column (text for an integer column, ...).
+        raise ContractViolation(backlog.name, "pending", str(exc)) from None
 
 
 def _column(backlog: Backlog, column: str) -> str:

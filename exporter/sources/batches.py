@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger("orpycamcp.postgres")
 
@@ -27,6 +30,12 @@ def tenant_batches(slugs: Sequence[str], size: int) -> list[list[str]]:
     if current:
         batches.append(current)
     return batches
+
+
+def lane_shares(items: Sequence[T], lanes: int) -> list[Sequence[T]]:
+    """`items` cut into `lanes` contiguous shares, in order, every item in exactly
+    one; the sizes differ by at most one (the remainder spread, never dropped)."""
+    return [items[i * len(items) // lanes : (i + 1) * len(items) // lanes] for i in range(lanes)]
 
 
 class BatchProgress:

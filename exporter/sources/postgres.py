@@ -1,7 +1,10 @@
 """PostgreSQL access for many tenant schemas.
 
 A few connections ("lanes", `max_connections`), opened on first use, closed
-when idle, replaced after `max_queries_per_connection` statements or any error.
+when idle, replaced after `max_queries_per_connection` statements or when
+unusable (a timeout, a cancellation, a broken socket). A statement the server
+refuses (one tenant's missing table, a permission) ends its own transaction
+only: the connection, its prepared statements and the other lanes go on.
 Tenant schemas are read in batches, one statement each.
 
 Every statement runs in a transaction of its own that carries its guarantees
@@ -43,11 +46,14 @@ from enum import StrEnum
 
 import asyncpg
 
+from exporter.clock import SYSTEM_CLOCK, Clock, Timer
 from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
-from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, STANDBY_SQL, ReplicaLink, require_fresh, standby_link
-from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
+from exporter.replication import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
+from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
+from exporter.sources.postgres_errors import typed_errors
 from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
 
@@ -60,6 +66,15 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.UndefinedColumnError,
 )
 ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+ROLLBACK_SQL = "ROLLBACK"
+# Server errors after which the connection is of no further use: the server
+# ends the session (shutdown, crash, a connection failure).
+CONNECTION_ENDING = (
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
 # A prepared statement the server does not know (26000), or a name it already
 # knows (42P05): the connection's server session is not the one it prepared on.
 _SESSION_STATE_LOST = (
@@ -85,8 +100,8 @@ class PostgresSettings:
     idle_close_seconds: float
     max_queries_per_connection: int
     pool_mode: PoolMode
+    replica_max_staleness: float
     application_name: str = "orpycamcp-exporter"
-    replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
 
 
 def milliseconds(seconds: float) -> str:
@@ -133,7 +148,7 @@ class _Lane:
         self.by_signal: dict[str, set[str]] = {}
         self.statements = 0  # on the current connection
         self.backend_pid: int | None = None  # the server process of the connection's first transaction
-        self.idle_timer: asyncio.TimerHandle | None = None
+        self.idle_timer: Timer | None = None
 
     def forget(self) -> asyncpg.Connection | None:
         connection, self.connection = self.connection, None
@@ -168,12 +183,16 @@ class Postgres:
         tenants: Sequence[str] | None = None,
         lanes: Sequence[_Lane] | None = None,
         road: _Road | None = None,
+        life: Lifecycle | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
         self.timeouts = timeouts
         self._tenants = None if tenants is None else list(tenants)
         self._lanes = list(lanes) if lanes is not None else [_Lane() for _ in range(max(1, settings.max_connections))]
         self._road = road if road is not None else _Road()
+        self._life = life if life is not None else Lifecycle("the PostgreSQL reader")
+        self.clock = clock
         self._opening = transaction_opening(timeouts)
         self._closing: set[asyncio.Task[None]] = set()
         self._lane_released = asyncio.Event()
@@ -243,40 +262,71 @@ class Postgres:
     @contextlib.asynccontextmanager
     async def _use(self, lane: _Lane | None = None) -> AsyncIterator[_Lane]:
         """A lane (the given one, else the first free) with its connection, for
-        one statement; the connection is dropped on any failure."""
+        one statement; the connection is kept after a statement the server
+        refused, dropped after any other failure."""
+        self._life.ensure_open()
         if lane is None:
             lane = await self._first_free_lane()
         await lane.lock.acquire()
         try:
+            self._life.ensure_open()  # closed while this waited for the lane
             if lane.idle_timer is not None:
                 lane.idle_timer.cancel()
                 lane.idle_timer = None
             if lane.connection is None or lane.connection.is_closed():
                 lane.forget()
                 lane.connection = await self._connect()
+            kept = False
             try:
                 yield lane
-            except BaseException:
-                # Whatever went wrong (an SQL error, a timeout, a cancellation,
-                # a dead socket), never reuse the connection or wait on a
-                # stalled peer: drop it, its transaction and its prepared
-                # statements with it.
-                connection = lane.forget()
-                if connection is not None:
-                    connection.terminate()
+                kept = True
+            except asyncpg.PostgresError as exc:
+                # The server refused this statement (a missing table, a
+                # permission, a value the contract refuses): its transaction
+                # ends, the connection and its prepared statements stay.
+                kept = await self._rolled_back(lane, exc)
                 raise
-            lane.statements += 1
-            self.statements += 1
-            if lane.statements >= self.settings.max_queries_per_connection:
-                # Bounds what the backend accumulates (catalog caches, plans).
+            except (asyncio.CancelledError, TimeoutError):
+                # A statement may still run on the server: asyncpg asks the
+                # server to cancel it, and the connection closes once that is
+                # done (bounded), so no backend goes on working for nobody.
                 self._close_later(lane.forget())
-            else:
-                lane.idle_timer = asyncio.get_running_loop().call_later(
-                    self.settings.idle_close_seconds, self._close_idle, lane
-                )
+                raise
+            finally:
+                if kept:
+                    self._statement_done(lane)
+                else:
+                    # Anything else (a timeout, a cancellation mid-statement, a
+                    # dead socket, a protocol state unknown, a road that does
+                    # not keep the session): never reuse the connection or wait
+                    # on a stalled peer; drop it and its prepared statements.
+                    connection = lane.forget()
+                    if connection is not None:
+                        connection.terminate()
         finally:
             lane.lock.release()
             self._lane_released.set()
+
+    async def _rolled_back(self, lane: _Lane, exc: asyncpg.PostgresError) -> bool:
+        """Whether the transaction of a statement the server refused ended and
+        left its connection usable for the next one."""
+        connection = lane.connection
+        if connection is None or connection.is_closed() or isinstance(exc, CONNECTION_ENDING):
+            return False
+        try:
+            await connection.execute(ROLLBACK_SQL, timeout=self.timeouts.client)
+        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
+            return False
+        return True
+
+    def _statement_done(self, lane: _Lane) -> None:
+        lane.statements += 1
+        self.statements += 1
+        if lane.statements >= self.settings.max_queries_per_connection:
+            # Bounds what the backend accumulates (catalog caches, plans).
+            self._close_later(lane.forget())
+        else:
+            lane.idle_timer = self.clock.call_later(self.settings.idle_close_seconds, lambda: self._close_idle(lane))
 
     # -- transactions --------------------------------------------------------
 
@@ -313,7 +363,13 @@ class Postgres:
                 statement = await connection.prepare(sql, name=next(lane.statement_names), timeout=self.timeouts.client)
                 self.prepares += 1
                 lane.prepared[sql] = statement
-            rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
+            try:
+                rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
+            except asyncpg.exceptions.FeatureNotSupportedError:
+                # "cached plan must not change result type": a table changed under
+                # the statement; prepared anew next time, else it fails on every use.
+                lane.prepared.pop(sql, None)
+                raise
         except _SESSION_STATE_LOST as exc:
             raise self._session_not_kept(server_words(exc)) from exc
         return rows
@@ -355,14 +411,18 @@ class Postgres:
     @staticmethod
     async def _close_connection(connection: asyncpg.Connection) -> None:
         try:
-            await connection.close(timeout=2)
-        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresError):
+            await connection.close(timeout=CLOSE_SECONDS)
+        except Exception:  # whatever state it was left in, it ends here
             connection.terminate()
 
     # -- public --------------------------------------------------------------
 
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
         """The rows of one statement (`args` bound), in a transaction of its own."""
+        with typed_errors():
+            return await self._fetch(sql, args)
+
+    async def _fetch(self, sql: str, args: Sequence[object]) -> list[asyncpg.Record]:
         self._refuse_lost_session()
         async with self._use() as lane:
             return await self._transaction(lane, sql, args, check_session=True)
@@ -370,6 +430,11 @@ class Postgres:
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
         (exporter.sources.road), whatever the pool mode (for diagnose)."""
+        self._life.ensure_open()
+        with typed_errors():
+            return await self._probe_session()
+
+    async def _probe_session(self) -> SessionProbe:
         first = await self._open()
         try:
             second = await self._open()
@@ -383,7 +448,15 @@ class Postgres:
     def narrowed(self, tenants: Sequence[str]) -> Postgres:
         """A reader of just these tenants, on this reader's connections (diagnose
         uses it to find the tenant a signal fails on)."""
-        return Postgres(self.settings, self.timeouts, tenants=tenants, lanes=self._lanes, road=self._road)
+        return Postgres(
+            self.settings,
+            self.timeouts,
+            tenants=tenants,
+            lanes=self._lanes,
+            road=self._road,
+            life=self._life,
+            clock=self.clock,
+        )
 
     async def standby_link(self) -> ReplicaLink | None:
         """How far behind its primary the server read may be (None on a primary),
@@ -410,13 +483,15 @@ class Postgres:
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
+        self._life.ensure_open()
         if self._tenants is not None:
             return list(self._tenants)
         if self._tenants_in_flight is None:
             task = asyncio.get_running_loop().create_task(self._read_tenants())
             self._tenants_in_flight = task
             task.add_done_callback(self._tenants_read)
-        return list(await asyncio.shield(self._tenants_in_flight))
+        with typed_errors():
+            return list(await asyncio.shield(self._tenants_in_flight))
 
     def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
         self._tenants_in_flight = None
@@ -425,7 +500,7 @@ class Postgres:
 
     async def _read_tenants(self) -> list[str]:
         try:
-            rows = await self.fetch(ACTIVE_TENANTS_SQL)
+            rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
         return [row["slug"] for row in rows]
@@ -441,6 +516,7 @@ class Postgres:
         one statement at a time each, so signals measured at the same time
         interleave on them.
         """
+        self._life.ensure_open()
         self._refuse_lost_session()
         previous = self._passes.get(signal)
         if previous is not None:
@@ -457,7 +533,8 @@ class Postgres:
         # its end (each statement bounded by statement_timeout), so what it
         # prepared and the catalogs it loaded serve the next refresh instead of
         # being thrown away with the connection.
-        return await asyncio.shield(task)
+        with typed_errors():
+            return await asyncio.shield(task)
 
     def _pass_done(self, signal: str, task: asyncio.Task[list[asyncpg.Record]]) -> None:
         if self._passes.get(signal) is task:
@@ -476,14 +553,25 @@ class Postgres:
         rows: list[asyncpg.Record] = []
         progress = BatchProgress(asyncio.get_running_loop().time)
 
+        failures: list[Exception] = []
+
         async def run(lane: _Lane, sqls: Sequence[str]) -> None:
             used: set[str] = set()
             for index, sql in enumerate(sqls):
-                async with self._use(lane):
-                    # The session is checked once per pass on each lane; every
-                    # statement name is checked by the server on every use.
-                    rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
-                    used.add(sql)
+                if failures:
+                    # The pass is unmeasured already: the other lanes stop
+                    # between two statements, never in the middle of one, so
+                    # their connections and prepared statements stay.
+                    return
+                try:
+                    async with self._use(lane):
+                        # The session is checked once per pass on each lane; every
+                        # statement name is checked by the server on every use.
+                        rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
+                except Exception as exc:
+                    failures.append(exc)
+                    return
+                used.add(sql)
                 progress.done(signal, len(statements))
             # Statements of this signal no longer needed (the tenants changed)
             # are released, and closed on the server with the next prepare.
@@ -491,24 +579,22 @@ class Postgres:
                 lane.prepared.pop(stale, None)
             lane.by_signal[signal] = used
 
-        count = len(lanes)
         async with asyncio.TaskGroup() as group:
-            for i, lane in enumerate(lanes):
-                share = statements[i * len(statements) // count : (i + 1) * len(statements) // count]
+            for lane, share in zip(lanes, lane_shares(statements, len(lanes)), strict=True):
                 group.create_task(run(lane, share))
+        if failures:
+            raise failures[0]  # the first failure speaks for the pass
         return rows
 
     async def close(self) -> None:
-        passes = [
-            task
-            for task in (*self._passes.values(), self._tenants_in_flight, self._standby_in_flight)
-            if task is not None
-        ]
-        for task in passes:
-            task.cancel()
-        if passes:
-            await asyncio.wait(passes, timeout=3)
+        """Cancel the passes, the tenant list and the standby check in flight, then
+        close every connection (a statement cut is cancelled on the server first),
+        each step bounded; nothing connects again."""
+        self._life.close()
+        await cancel_and_wait([*self._passes.values(), self._tenants_in_flight, self._standby_in_flight])
         for lane in self._lanes:
             self._close_later(lane.forget())
         if self._closing:
-            await asyncio.wait(set(self._closing), timeout=3)
+            await asyncio.wait(set(self._closing), timeout=CLOSE_SECONDS)
+            # Past the bound, a close is cancelled: asyncpg then aborts its connection.
+            await cancel_and_wait(set(self._closing), CLOSE_SECONDS)

@@ -9,13 +9,15 @@ link to its master is checked with every reading (exporter/replication.py).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from exporter.replication import DEFAULT_MAX_STALENESS_SECONDS, ReplicaLink, redis_link, require_fresh
+from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
+from exporter.replication import ReplicaLink, redis_link, require_fresh
 from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
 from exporter.sources.redis_errors import reply_error, translating
@@ -27,8 +29,8 @@ from exporter.timeouts import Timeouts
 @dataclass(frozen=True)
 class RedisSettings:
     url: str = field(repr=False)  # it may hold the password
+    replica_max_staleness: float = field(kw_only=True)
     client_name: str = "orpycamcp-exporter"
-    replica_max_staleness: float = DEFAULT_MAX_STALENESS_SECONDS
     tls: RedisTls = NO_TLS
 
     @property
@@ -75,11 +77,13 @@ class RedisStreams:
         # A client given here (the tests' cluster behind relays) is read as it is.
         self._road: RedisRoad | None = RedisRoad(client) if client is not None else None
         self._cluster: ClusterReader | None = None
+        self._life = Lifecycle("the Redis reader")
         # The link of the server the last reading got as far as INFO on: shown as a
         # meta gauge whether or not the streams were measured (exporter/replication.py).
         self.replica_link: ReplicaLink | None = None
 
     def _get_road(self) -> RedisRoad:
+        self._life.ensure_open()
         if self._road is None:
             self._road = build_road(self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts)
         return self._road
@@ -140,7 +144,9 @@ class RedisStreams:
             return await self._get_road().where_reads_go()
 
     async def close(self) -> None:
+        self._life.close()
         if self._road is not None:
             road, self._road = self._road, None
             self._cluster = None
-            await road.aclose()
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await road.aclose()

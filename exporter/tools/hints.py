@@ -5,8 +5,10 @@ Every `Reason` has a hint: a reason without one fails at import.
 
 from __future__ import annotations
 
-from exporter.errors import Reason
+from exporter.errors import Reason, flag_of, setting
 from exporter.signals.base import Source
+
+DATABASE_URL, REDIS_URL, DEADLINE = flag_of("database_url"), flag_of("redis_url"), flag_of("deadline")
 
 PG_LOCKS = "SELECT * FROM pg_locks WHERE NOT granted"
 
@@ -21,14 +23,14 @@ HINTS: dict[Reason, str] = {
     " than 5 minutes in the future): fix the row, or the clock of the host that wrote it; for a declared"
     " backlog's time column, `diagnose` says which type and zone it is read in",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
-    Reason.NOT_CONFIGURED: "the signal's source is not configured: set --database-url or --redis-url",
-    Reason.TIMEOUT: f"the measurement did not finish within --deadline: look for locks ({PG_LOCKS})"
+    Reason.NOT_CONFIGURED: f"the signal's source is not configured: set {DATABASE_URL} or {REDIS_URL}",
+    Reason.TIMEOUT: f"the measurement did not finish within {DEADLINE}: look for locks ({PG_LOCKS})"
     " or raise the deadline (below the TTL)",
     Reason.SCRAPE_TIMEOUT: "the measurement had not finished when the scrape's own timeout ran out"
     " (X-Prometheus-Scrape-Timeout-Seconds less 0.5 s); it goes on and serves the next scrape: give the job"
-    " a scrape_timeout above --deadline",
+    f" a scrape_timeout above {DEADLINE}",
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
-    f" ({PG_LOCKS}) or raise --deadline",
+    f" ({PG_LOCKS}) or raise {DEADLINE}",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",
     Reason.TENANT_LIST_UNREADABLE: "the exporter lists tenants from public.tenants: create it"
     " (exporter/contract/contract.sql) or grant the role read access:"
@@ -38,7 +40,7 @@ HINTS: dict[Reason, str] = {
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
     " (exporter/contract/grants.sql)",
-    Reason.AUTHENTICATION_FAILED: "PostgreSQL refused the user or password: check them in --database-url"
+    Reason.AUTHENTICATION_FAILED: f"PostgreSQL refused the user or password: check them in {DATABASE_URL}"
     " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",
     Reason.CONNECTION_ERROR: "check host, port and that the server accepts connections from here; the detail"
@@ -46,17 +48,17 @@ HINTS: dict[Reason, str] = {
     " certificate, a primary where target_session_attrs asks for a standby)",
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
-    " database, and the exporter runs in session pool mode: set --database.pool-mode transaction"
-    " (ORPYCAMCP_DATABASE_POOL_MODE=transaction) and restart it; `diagnose` checks the road",
+    " database, and the exporter runs in session pool mode: set"
+    f" {setting('pool_mode', 'transaction')} and restart it; `diagnose` checks the road",
     Reason.STATEMENT_POOLER: "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
     " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
-    " --database.pool-mode transaction",
+    f" {setting('pool_mode', 'transaction')}",
     Reason.CONNECT_NOT_GRANTED: "the role may not connect to the database: GRANT CONNECT ON DATABASE <database>"
     " TO orpycamcp_exporter (exporter/contract/grants.sql grants it with the rest)",
     Reason.REPLICA_STALE: "the server read is a replica (or a standby) that has not heard from its master for"
     " longer than the bound: mend its link (Redis: INFO replication, master_link_status; PostgreSQL:"
-    " pg_stat_wal_receiver), read the master instead, or raise --redis.replica-max-staleness /"
-    " --database.replica-max-staleness (docs/connecting.md, Replicas and standbys)",
+    f" pg_stat_wal_receiver), read the master instead, or raise {flag_of('redis_replica_max_staleness')} /"
+    f" {flag_of('database_replica_max_staleness')} (docs/connecting.md, Replicas and standbys)",
     Reason.CLUSTER_CHANGED: "a Redis Cluster slot moved (a resharding, a failover) since the slot map was read:"
     " the next measurement reads the new slot map; if it lasts, check the cluster (redis-cli --cluster check"
     " HOST:PORT)",
@@ -93,7 +95,7 @@ REDIS_HINTS: dict[Reason, str] = {
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
     f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
-    " in --redis-url (or its file) against the server's requirepass or ACL; sentinels with a password of their"
+    f" in {REDIS_URL} (or its file) against the server's requirepass or ACL; sentinels with a password of their"
     " own take it as ?sentinel_username=...&sentinel_password=... in the redis+sentinel:// URL",
     Reason.CONNECTION_ERROR: "check host, port and that Redis accepts connections from here (bind,"
     " protected-mode; TLS: a rediss:// URL and --redis.tls-ca-file); with Sentinel the detail names each"

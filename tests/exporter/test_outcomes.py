@@ -1,4 +1,5 @@
-"""The one place exceptions become reasons: every known kind, and the rest."""
+"""The one place exceptions become reasons: every known kind, and the rest. The
+PostgreSQL source's errors reach it translated (exporter.sources.postgres_errors)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ import pytest
 import redis.exceptions
 
 from exporter.errors import (
+    ArgumentDoesNotFit,
+    Closed,
     ConnectNotGranted,
     ContractViolation,
+    DatabaseRefused,
+    DatabaseUnreachable,
+    Reason,
     RedisGroupMissing,
     RedisPermissionDenied,
     RedisUnavailable,
@@ -18,6 +24,7 @@ from exporter.errors import (
     SessionNotKept,
 )
 from exporter.outcomes import classify
+from exporter.sources.postgres_errors import translated
 
 
 @pytest.mark.parametrize(
@@ -26,17 +33,43 @@ from exporter.outcomes import classify
         (ContractViolation("dlq", "t.c", "NULL"), "contract_violation"),
         (TimeoutError(), "timeout"),
         (redis.exceptions.TimeoutError(), "timeout"),
+        (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
+        (ConnectNotGranted("orpycamcp_exporter", "platform"), "connect_not_granted"),
+        (DatabaseUnreachable("any", [("db:5432", "refused")]), "connection_error"),
+        (DatabaseRefused(Reason.MISSING_TABLE, "42P01", "relation does not exist"), "missing_table"),
+        (ArgumentDoesNotFit("invalid input for query argument $1"), "contract_violation"),
+        (Closed("the PostgreSQL reader"), "internal_error"),
+        (ConnectionRefusedError(111, "refused"), "connection_error"),
+        (socket.gaierror(-2, "Name or service not known"), "connection_error"),
+        (RedisGroupMissing("s", "g"), "missing_group"),
+        (RedisPermissionDenied("XLEN", "s", "this user has no permissions"), "permission_denied"),
+        (RedisUnavailable("LOADING", "Redis is loading the dataset in memory"), "server_loading"),
+        (SentinelServiceUnknown("nosuch", ["mymaster"]), "unknown_sentinel_service"),
+        (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
+        (redis.exceptions.ConnectionError("refused"), "connection_error"),
+        (ExceptionGroup("batches", [DatabaseRefused(Reason.LOCK_TIMEOUT, "55P03", "lock")]), "lock_timeout"),
+        (ValueError("something unforeseen"), "internal_error"),
+    ],
+)
+def test_classify(exc: BaseException, reason: str) -> None:
+    assert classify(exc, 10).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
         (asyncpg.exceptions.QueryCanceledError("canceling statement due to statement timeout"), "statement_timeout"),
         (asyncpg.exceptions.LockNotAvailableError("lock timeout"), "lock_timeout"),
         (asyncpg.exceptions.UndefinedTableError("relation does not exist"), "missing_table"),
+        (asyncpg.exceptions.InvalidSchemaNameError("schema does not exist"), "missing_table"),
         (asyncpg.exceptions.InsufficientPrivilegeError("permission denied"), "permission_denied"),
         (asyncpg.exceptions.InvalidPasswordError("password authentication failed"), "authentication_failed"),
         (asyncpg.exceptions.TooManyConnectionsError("too many clients"), "too_many_connections"),
         (asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"), "connection_error"),
         (asyncpg.exceptions.InternalClientError("cannot switch to state 12"), "connection_error"),
+        (asyncpg.exceptions.InterfaceError("the connection is closed"), "connection_error"),
+        (asyncpg.exceptions.DataError("invalid input for query argument $1"), "contract_violation"),
         (asyncpg.exceptions.SyntaxOrAccessError("syntax"), "sql_error"),
-        (SessionNotKept("server process 1 became 2"), "transaction_pooler"),
-        (ConnectNotGranted("orpycamcp_exporter", "platform"), "connect_not_granted"),
         (
             asyncpg.exceptions.ConnectionDoesNotExistError(
                 "connection was closed in the middle of operation: transaction blocks not allowed in statement"
@@ -52,20 +85,23 @@ from exporter.outcomes import classify
             asyncpg.exceptions.DuplicatePreparedStatementError('prepared statement "s" already exists'),
             "transaction_pooler",
         ),
-        (ConnectionRefusedError(111, "refused"), "connection_error"),
-        (socket.gaierror(-2, "Name or service not known"), "connection_error"),
-        (RedisGroupMissing("s", "g"), "missing_group"),
-        (RedisPermissionDenied("XLEN", "s", "this user has no permissions"), "permission_denied"),
-        (RedisUnavailable("LOADING", "Redis is loading the dataset in memory"), "server_loading"),
-        (SentinelServiceUnknown("nosuch", ["mymaster"]), "unknown_sentinel_service"),
-        (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
-        (redis.exceptions.ConnectionError("refused"), "connection_error"),
-        (ExceptionGroup("batches", [asyncpg.exceptions.UndefinedTableError("x")]), "missing_table"),
-        (ValueError("something unforeseen"), "internal_error"),
     ],
 )
-def test_classify(exc: BaseException, reason: str) -> None:
-    assert classify(exc, 10).reason == reason
+def test_the_postgres_source_translates_asyncpg_errors_into_typed_ones(exc: Exception, reason: str) -> None:
+    typed = translated(exc)
+    assert not isinstance(typed, asyncpg.PostgresError | asyncpg.InterfaceError)
+    assert classify(typed, 10).reason == reason
+
+
+def test_a_refused_statement_keeps_its_sqlstate_and_the_server_message() -> None:
+    typed = translated(asyncpg.exceptions.UndefinedTableError('relation "tenant_a.t" does not exist'))
+    assert isinstance(typed, DatabaseRefused)
+    assert classify(typed, 10).detail == '42P01: relation "tenant_a.t" does not exist'
+
+
+def test_other_exceptions_pass_through_the_translation_untouched() -> None:
+    error = OSError("reset")
+    assert translated(error) is error
 
 
 def test_a_server_error_is_one_line_without_the_driver_advice() -> None:
@@ -74,6 +110,6 @@ def test_a_server_error_is_one_line_without_the_driver_advice() -> None:
     exc.hint = '\nNOTE: pgbouncer with pool_mode set to "transaction" or\n"statement" does not support ...\n* a\n* b'
     exc.detail = "a detail\nover two lines"
     assert "NOTE: pgbouncer" in str(exc)
-    failure = classify(exc, 10)
+    failure = classify(translated(exc), 10)
     assert failure.detail == '26000: prepared statement "orpycamcp_1_0" does not exist (a detail over two lines)'
     assert classify(SessionNotKept(failure.detail), 10).detail.count("\n") == 0

@@ -116,12 +116,15 @@ async def test_postgres_restarted_behind_pgbouncer_costs_no_measurement(
     platform = await create_platform(own_pg)
     await seeded(platform)
     with pgbouncer_server(own_pg.port, pool_mode, {EXPORTER_ROLE: EXPORTER_PASSWORD}) as bouncer:
-        exporter = make_exporter(through(bouncer, platform), streams_redis.url, pool_mode=pool_mode, **OPTIONS)
+        clock = FakeClock()
+        exporter = make_exporter(
+            through(bouncer, platform), streams_redis.url, clock.clock, pool_mode=pool_mode, **OPTIONS
+        )
         try:
             assert_page(await timed_scrape(exporter), ())
             await asyncio.to_thread(own_pg.stop)
             await asyncio.to_thread(own_pg.start)
-            await asyncio.sleep(TTL + 0.1)
+            clock.advance(TTL + 0.1)
             page = await timed_scrape(exporter)
             assert_page(page, ())
             assert page.get("orpycamcp_dlq_pending_events", origin_group="workflow-service") == 1

@@ -6,7 +6,6 @@ value."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from devkit.standby import caught_up, promote, start_standby
 from exporter.tools.demo import EXPORTER_ROLE
+from tests.clock import FakeClock
 from tests.faults.kit import POSTGRES_SIGNALS, assert_page, capture, last_successes, reasons, timed_scrape
 from tests.platform import EXPORTER_PASSWORD, at, create_platform
 from tests.scrapes import make_exporter
@@ -52,8 +52,9 @@ async def test_standby_promoted_mid_run(primary: LocalPostgres, caplog: pytest.L
         hosts = f"127.0.0.1:{standby.port},127.0.0.1:{primary.port}"
         base = f"postgresql://{EXPORTER_ROLE}:{EXPORTER_PASSWORD}@{hosts}/{platform.database}"
         options = {"ttl": f"{TTL:g}", "deadline": "0.8", "idle_close": "0.5", "signals": ",".join(POSTGRES_SIGNALS)}
-        preferring = make_exporter(f"{base}?target_session_attrs=prefer-standby", **options)
-        insisting = make_exporter(f"{base}?target_session_attrs=standby", **options)
+        clock = FakeClock()  # the TTL and the idle close pass when the test says so
+        preferring = make_exporter(f"{base}?target_session_attrs=prefer-standby", None, clock.clock, **options)
+        insisting = make_exporter(f"{base}?target_session_attrs=standby", None, clock.clock, **options)
         try:
             for exporter in (preferring, insisting):
                 page = await timed_scrape(exporter)
@@ -63,7 +64,7 @@ async def test_standby_promoted_mid_run(primary: LocalPostgres, caplog: pytest.L
             kept = last_successes(page)
 
             await promote(standby.url(database=platform.database))
-            await asyncio.sleep(TTL + 0.1)
+            clock.advance(TTL + 0.1)
 
             page = await timed_scrape(preferring)
             assert_page(page, (), POSTGRES_SIGNALS)

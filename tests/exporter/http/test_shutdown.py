@@ -5,17 +5,25 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
+from redis.asyncio import Redis
 
 from devkit.process import exporter_process
+from devkit.servers import RedisServer
+from exporter.sources.redis import RedisSettings
+from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import Platform
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
+
+# What a shutdown may take, from SIGTERM to no session left anywhere and the process gone.
+SHUTDOWN_SECONDS = 3.0
 
 
 async def test_sigterm_lets_the_scrape_in_flight_finish_and_exits_0(platform: Platform, tmp_path: Path) -> None:
@@ -47,3 +55,58 @@ async def test_sigterm_lets_the_scrape_in_flight_finish_and_exits_0(platform: Pl
         assert await platform.exporter_sessions() == 0
     finally:
         await locker.close()
+
+
+async def exporter_backends(platform: Platform, state: str = "") -> int:
+    rows = await platform.fetch(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1 AND datname = $2"
+        " AND ($3 = '' OR wait_event = $3)",
+        EXPORTER_ROLE,
+        platform.database,
+        state,
+    )
+    count: int = rows[0]["n"]
+    return count
+
+
+async def exporter_redis_clients(client: Redis) -> int:
+    clients = await client.client_list()
+    return sum(1 for one in clients if one.get("name") == RedisSettings(url="", replica_max_staleness=60).client_name)
+
+
+async def test_sigterm_during_a_measurement_leaves_no_backend_and_no_redis_client(
+    platform: Platform, redis: RedisServer, tmp_path: Path
+) -> None:
+    await platform.add_tenant("acme")
+    await platform.put_dead_letters_to_sleep("acme")
+    # The deadline (and so the statement timeout) far beyond the check: only the shutdown can end the statement.
+    args = ["--database-url", platform.exporter_url, "--redis-url", redis.url, "--ttl", "60", "--deadline", "40"]
+    client = Redis.from_url(redis.url, decode_responses=True)
+    try:
+        with exporter_process(args, tmp_path) as process:
+            async with httpx.AsyncClient(base_url=process.url, timeout=10) as http:
+                # Prometheus' scrape timeout of 1 s: the page answers, the measurement goes on.
+                response = await http.get("/metrics", headers={"X-Prometheus-Scrape-Timeout-Seconds": "1"})
+                assert response.status_code == 200
+            assert await wait_until(lambda: some(exporter_backends(platform, "PgSleep")), 10), "no statement in flight"
+            assert await exporter_redis_clients(client) >= 1
+            process.process.send_signal(signal.SIGTERM)
+            end = time.monotonic() + SHUTDOWN_SECONDS
+            backends_gone = await wait_until(lambda: none(exporter_backends(platform)), end - time.monotonic())
+            clients_gone = await wait_until(lambda: none(exporter_redis_clients(client)), end - time.monotonic())
+            returncode = await asyncio.to_thread(process.process.wait, max(end - time.monotonic(), 0.1))
+            log = process.log()
+        assert backends_gone, f"{await exporter_backends(platform)} backends of the exporter left\n{log}"
+        assert clients_gone, f"{await exporter_redis_clients(client)} Redis clients of the exporter left\n{log}"
+        assert returncode == 0, log
+        assert "Traceback" not in log, log
+    finally:
+        await client.aclose()
+
+
+async def none(count: Awaitable[int]) -> bool:
+    return await count == 0
+
+
+async def some(count: Awaitable[int]) -> bool:
+    return await count > 0

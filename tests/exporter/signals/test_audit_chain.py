@@ -26,6 +26,21 @@ async def test_latest_complete_run_wins_and_partial_runs_never_count(platform: P
     )
 
 
+async def test_the_latest_run_is_the_last_finished_whatever_order_the_runs_were_written_in(
+    platform: Platform,
+) -> None:
+    # Written out of finish order: the last finished run has the smallest id.
+    await platform.add_audit_run("complete", at("2026-12-01 02:00:00"), breaks=3, declared_breaks=1)
+    await platform.add_audit_run("complete", at("2026-11-29 02:00:00"), breaks=7, declared_breaks=7)
+    await platform.add_audit_run("complete", at("2026-11-30 02:00:00"), breaks=0, declared_breaks=0)
+    page = await scrape_once(platform.exporter_url, signals="audit_chain")
+    assert page.get("orpycamcp_audit_chain_breaks") == 3
+    assert page.get("orpycamcp_audit_chain_declared_breaks") == 1
+    assert (
+        page.get("orpycamcp_audit_chain_last_verification_timestamp_seconds") == at("2026-12-01 02:00:00").timestamp()
+    )
+
+
 async def test_never_verified_is_measured_with_no_value_series(platform: Platform) -> None:
     await platform.add_audit_run("partial", at("2026-12-01 12:00:00"), breaks=0, declared_breaks=0)
     page = await scrape_once(platform.exporter_url, signals="audit_chain")

@@ -69,6 +69,25 @@ async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, 
     }
 
 
+@pytest.mark.parametrize("oldest_in", ["acme", "globex"])  # the first batch, the last one
+async def test_the_oldest_is_kept_across_batches_wherever_it_lies(
+    tenants: Platform, tmp_path: Path, oldest_in: str
+) -> None:
+    newer = {"acme": "2026-11-02 10:00:00", "globex": "2026-11-01 10:00:00"}
+    for slug, created in newer.items():
+        await tenants.add_dead_letter_task(slug, "face_match", "pending", at(created))
+    await tenants.add_dead_letter_task(oldest_in, "face_match", "pending", at("2026-10-15 00:00:00"))
+    # One tenant per statement: each tenant's rows come back from a batch of their own.
+    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC), batch_size="1")
+    try:
+        page = await scrape(exporter)
+    finally:
+        await exporter.close()
+    labels = (("backlog", "kyc_dead_letters"), ("group", "face_match"))
+    assert backlog_series(page, "kyc_dead_letters")[(PENDING, labels)] == 3
+    assert backlog_series(page, "kyc_dead_letters")[(OLDEST, labels)] == at("2026-10-15 00:00:00").timestamp()
+
+
 OUTBOX = pending_only("outbox")
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from registry.values import ORIGIN_GROUPS
@@ -68,12 +70,20 @@ async def test_one_tenant_missing_its_table_leaves_no_partial_sum(platform: Plat
     assert page.measured("audit_chain") == 1
 
 
-async def test_tenants_beyond_one_batch_are_all_counted(platform: Platform) -> None:
+@pytest.mark.parametrize("oldest_tenant", [2, 16, 29])  # in the first batch, a middle one, the last one
+async def test_tenants_beyond_one_batch_are_all_counted_and_the_oldest_kept(
+    platform: Platform, oldest_tenant: int
+) -> None:
     await platform.execute(
         "INSERT INTO public.tenants (slug) SELECT 't' || g FROM generate_series(1, 30) g;"
         "SELECT public.orpycamcp_create_tenant_schema(slug), public.orpycamcp_grant_tenant(slug) FROM public.tenants;"
     )
-    for n in range(1, 31):
-        await platform.add_dead_letter(f"t{n}", "e", "notification-service", "pending", at("2026-11-01 00:00:00"))
+    # Every tenant's letter an hour apart, in no order the batches follow; one a month older.
+    created = {n: at("2026-11-01 00:00:00") + timedelta(hours=(n * 7) % 30) for n in range(1, 31)}
+    created[oldest_tenant] = at("2026-10-01 00:00:00")
+    for n, when in created.items():
+        await platform.add_dead_letter(f"t{n}", "e", "notification-service", "pending", when)
     page = await scrape_once(platform.exporter_url, signals="dlq", batch_size="7")
     assert page.get("orpycamcp_dlq_pending_events", origin_group="notification-service") == 30
+    oldest = page.get("orpycamcp_dlq_oldest_pending_timestamp_seconds", origin_group="notification-service")
+    assert oldest == min(created.values()).timestamp() == at("2026-10-01 00:00:00").timestamp()

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from exporter.sources.batches import BatchProgress, tenant_batches
+from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 
 
 def test_a_pass_over_a_second_reports_once_a_second(caplog: pytest.LogCaptureFixture) -> None:
@@ -51,3 +51,15 @@ def test_a_tenant_added_re_cuts_only_the_batches_up_to_the_next_hash_boundary() 
     # (a position-based cut would have shifted all 15 batches after the new slug).
     assert len(changed) <= 3
     assert after[after.index(changed[-1]) + 1 :] == before[len(before) - len(after[after.index(changed[-1]) + 1 :]) :]
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 3, 4])
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 5, 7, 10, 11])
+def test_lane_shares_keep_every_batch_once_in_order_remainder_included(count: int, lanes: int) -> None:
+    batches = [f"batch {n}" for n in range(count)]
+    shares = lane_shares(batches, lanes)
+    assert len(shares) == lanes
+    assert [batch for share in shares for batch in share] == batches
+    sizes = sorted(len(share) for share in shares)
+    assert sizes[-1] - sizes[0] <= 1
+    assert sizes[-1] == -(-count // lanes)  # the largest share is the count divided, rounded up

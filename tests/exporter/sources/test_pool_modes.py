@@ -16,7 +16,7 @@ import pytest
 
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import Reason
+from exporter.errors import DatabaseRefused, Reason
 from exporter.outcomes import classify
 from exporter.scrape import Exporter
 from exporter.settings import load
@@ -243,8 +243,9 @@ async def test_every_transaction_is_read_only_with_its_own_limits_through_a_tran
             await plain.execute("BEGIN; INSERT INTO public.tenants (slug) VALUES ('probe'); ROLLBACK")
             postgres = transaction_client(url, timeouts.deadline)
             try:
-                with pytest.raises(asyncpg.exceptions.ReadOnlySQLTransactionError) as raised:
+                with pytest.raises(DatabaseRefused) as raised:
                     await postgres.fetch("INSERT INTO public.tenants (slug) VALUES ('intruder') RETURNING slug")
+                assert raised.value.sqlstate == "25006"  # read_only_sql_transaction
                 assert classify(raised.value, timeouts.deadline).reason is Reason.SQL_ERROR
                 rows = await postgres.fetch(
                     "SELECT pg_backend_pid() AS pid, current_setting('transaction_read_only') AS read_only,"
@@ -282,13 +283,15 @@ async def test_statement_and_lock_timeouts_cut_statements_through_a_transaction_
     locker = await asyncpg.connect(platform.admin_url)
     try:
         # The server cuts it (not the client, whose wait is longer): statement_timeout.
-        with pytest.raises(asyncpg.exceptions.QueryCanceledError) as slow:
+        with pytest.raises(DatabaseRefused) as slow:
             await postgres.fetch("SELECT pg_sleep(30)")
+        assert slow.value.sqlstate == "57014"  # query_canceled
         assert "statement timeout" in str(slow.value)
         assert classify(slow.value, timeouts.deadline).reason is Reason.STATEMENT_TIMEOUT
         await locker.execute("BEGIN; LOCK TABLE public.audit_chain_runs IN ACCESS EXCLUSIVE MODE")
-        with pytest.raises(asyncpg.exceptions.LockNotAvailableError) as locked:
+        with pytest.raises(DatabaseRefused) as locked:
             await postgres.fetch("SELECT count(*) FROM public.audit_chain_runs")
+        assert locked.value.sqlstate == "55P03"  # lock_not_available
         assert classify(locked.value, timeouts.deadline).reason is Reason.LOCK_TIMEOUT
         await locker.execute("ROLLBACK")
         # The limits were the transaction's: the next one runs normally.

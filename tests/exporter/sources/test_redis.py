@@ -12,6 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
+from exporter.errors import Closed
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -42,7 +43,7 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
     await db.xadd(DEADLETTER_STREAMS[0], {"event": "failed"}, id="1764600000000-0")
     proxy = Proxy(redis.port)
     await proxy.start()
-    streams = RedisStreams(RedisSettings(proxy.url), Timeouts(2.0))
+    streams = RedisStreams(RedisSettings(proxy.url, replica_max_staleness=60), Timeouts(2.0))
     try:
         await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)  # opens and sets up the connection
         assert proxy.connections == 1
@@ -62,7 +63,7 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
 async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
     proxy = Proxy(redis.port, drop=True)
     await proxy.start()
-    streams = RedisStreams(RedisSettings(proxy.url), Timeouts(5.0))
+    streams = RedisStreams(RedisSettings(proxy.url, replica_max_staleness=60), Timeouts(5.0))
     try:
         started = time.monotonic()
         with pytest.raises(RedisConnectionError):
@@ -74,8 +75,8 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
         await proxy.close()
 
 
-async def test_close_ends_the_connection_and_a_later_read_reconnects(redis: LocalRedis, db: Redis) -> None:
-    streams = RedisStreams(RedisSettings(redis.url), Timeouts(2.0))
+async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis: LocalRedis, db: Redis) -> None:
+    streams = RedisStreams(RedisSettings(redis.url, replica_max_staleness=60), Timeouts(2.0))
     try:
         await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
         assert len(await exporter_clients(db)) == 1
@@ -88,8 +89,8 @@ async def test_close_ends_the_connection_and_a_later_read_reconnects(redis: Loca
         await wait_until(gone, 5)  # the server notices the closed socket shortly after
         assert await exporter_clients(db) == []
 
-        reading = await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
-        assert reading.lengths == (0, 0, 0)
-        assert len(await exporter_clients(db)) == 1
+        with pytest.raises(Closed, match="the Redis reader is closed"):
+            await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+        assert await exporter_clients(db) == []
     finally:
         await streams.close()

@@ -27,7 +27,7 @@ from exporter.scrape import Exporter
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 TENANTS = 2_500
 

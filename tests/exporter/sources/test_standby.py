@@ -18,6 +18,7 @@ from devkit.standby import caught_up, start_standby
 from exporter.errors import DatabaseUnreachable, Reason
 from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
+from tests.clock import FakeClock
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import Page, make_exporter, scrape
 from tests.waits import wait_until
@@ -248,7 +249,9 @@ async def test_the_exporter_role_is_read_only_by_default_so_read_write_never_mat
 async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(pair: Pair) -> None:
     url = pair.hosts(pair.standby, pair.primary, user=EXPORTER_ROLE, attrs="prefer-standby", form="list")
     # Connections closed after half a TTL unused: every refresh connects anew, choosing again.
-    exporter = make_exporter(url, ttl=f"{TTL:g}", deadline="0.8", idle_close="0.5")
+    # The TTL and the idle close pass on the test's clock.
+    clock = FakeClock()
+    exporter = make_exporter(url, None, clock.clock, ttl=f"{TTL:g}", deadline="0.8", idle_close="0.5")
     try:
         page = await scrape(exporter)
         assert_seeded_values(page)
@@ -258,7 +261,7 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
         pages: list[Page] = []
 
         async def on_the_primary() -> bool:
-            await asyncio.sleep(TTL)
+            clock.advance(TTL)
             pages.append(await scrape(exporter))
             return all(pages[-1].measured(s) == 1 for s in ("dlq", "preservation", "audit_chain"))
 
@@ -270,7 +273,7 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
         await pair.replicated()
 
         async def back_on_the_standby() -> bool:
-            await asyncio.sleep(TTL)
+            clock.advance(TTL)
             pages.append(await scrape(exporter))
             return pages[-1].get(LAG) is not None
 

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
-from exporter.errors import MeasurementError, Reason
-from exporter.tools.hints import HINTS, hint
+import re
+
+from exporter.errors import Closed, MeasurementError, Reason, SourceError
+from exporter.settings import OPTIONS
+from exporter.tools.hints import HINTS, REDIS_HINTS, hint
 
 
-def _subclasses(cls: type[MeasurementError]) -> list[type[MeasurementError]]:
-    found = []
+def _subclasses(cls: type[Exception]) -> list[type[Exception]]:
+    found: list[type[Exception]] = []
     for sub in cls.__subclasses__():
         found += [sub, *_subclasses(sub)]
     return found
@@ -19,9 +22,26 @@ def test_every_reason_has_a_hint_of_its_own() -> None:
 def test_every_typed_error_names_a_reason() -> None:
     errors = _subclasses(MeasurementError)
     assert errors, "the typed measurement errors are found"
-    assert all(isinstance(error.reason, Reason) for error in errors)
+    assert all(isinstance(getattr(error, "reason", None), Reason) for error in errors)
     # Each typed error speaks for one reason of its own.
-    assert len({error.reason for error in errors}) == len(errors)
+    assert len({getattr(error, "reason", None) for error in errors}) == len(errors)
+
+
+def test_every_error_a_source_raises_carries_a_reason() -> None:
+    errors = _subclasses(SourceError)
+    assert Closed in errors
+    assert all(isinstance(getattr(error, "reason", None), Reason) for error in errors)
+
+
+def test_every_flag_a_hint_names_is_a_declared_option() -> None:
+    flags = {item.flag for item in OPTIONS}
+    named = {
+        flag
+        for text in [*HINTS.values(), *REDIS_HINTS.values()]
+        for flag in re.findall(r"(?<!redis-cli )--[a-z][a-z.-]*", text)
+    }
+    assert named, "the hints name flags"
+    assert named <= flags, named - flags
 
 
 def test_a_refused_redis_password_has_a_hint_of_its_own() -> None:

@@ -1,0 +1,66 @@
+"""asyncpg's exceptions, translated where the PostgreSQL source catches them into
+the exporter's typed errors (exporter.errors), each carrying its reason: nothing
+downstream imports asyncpg to tell what went wrong."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import asyncpg
+
+from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, Reason, server_words
+
+# The SQLSTATEs (by asyncpg's class for each) the exporter knows; the first match wins.
+REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
+    (asyncpg.exceptions.QueryCanceledError, Reason.STATEMENT_TIMEOUT),
+    (asyncpg.exceptions.LockNotAvailableError, Reason.LOCK_TIMEOUT),
+    (asyncpg.exceptions.UndefinedTableError, Reason.MISSING_TABLE),
+    (asyncpg.exceptions.InvalidSchemaNameError, Reason.MISSING_TABLE),
+    (asyncpg.exceptions.InsufficientPrivilegeError, Reason.PERMISSION_DENIED),
+    (asyncpg.exceptions.InvalidAuthorizationSpecificationError, Reason.AUTHENTICATION_FAILED),
+    (asyncpg.exceptions.InvalidPasswordError, Reason.AUTHENTICATION_FAILED),
+    (asyncpg.exceptions.TooManyConnectionsError, Reason.TOO_MANY_CONNECTIONS),
+    (asyncpg.exceptions.CannotConnectNowError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.PostgresConnectionError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.AdminShutdownError, Reason.CONNECTION_ERROR),
+    (asyncpg.exceptions.InvalidCatalogNameError, Reason.CONNECTION_ERROR),
+    # A prepared statement missing from, or already in, the connection's server
+    # session: the session changed under the connection.
+    (asyncpg.exceptions.InvalidSQLStatementNameError, Reason.TRANSACTION_POOLER),
+    (asyncpg.exceptions.DuplicatePreparedStatementError, Reason.TRANSACTION_POOLER),
+)
+
+
+# What PgBouncer answers a transaction block in pool_mode = statement, as it closes the connection.
+STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
+
+
+def translated(exc: BaseException) -> BaseException:
+    """The typed error for an asyncpg exception; any other exception itself."""
+    if isinstance(exc, asyncpg.exceptions.DataError):
+        # A value of the wrong type for its column: asyncpg refuses to bind it, or
+        # the server to read it (SQLSTATE class 22).
+        return ArgumentDoesNotFit(str(exc))
+    if isinstance(exc, asyncpg.exceptions.PostgresConnectionError) and STATEMENT_POOLING in str(exc):
+        # PgBouncer's only word for it.
+        return DatabaseRefused(Reason.STATEMENT_POOLER, exc.sqlstate, server_words(exc))
+    if isinstance(exc, asyncpg.PostgresError):
+        reason = next((reason for kind, reason in REASONS if isinstance(exc, kind)), Reason.SQL_ERROR)
+        return DatabaseRefused(reason, exc.sqlstate, server_words(exc))
+    if isinstance(exc, asyncpg.exceptions.InternalClientError):
+        # A connection the server dropped mid-conversation (a crash, a kill) can be
+        # left in a protocol state asyncpg refuses to use; it is replaced.
+        return DatabaseConnectionBroken(str(exc))
+    if isinstance(exc, asyncpg.InterfaceError):
+        return DatabaseConnectionBroken(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+@contextlib.contextmanager
+def typed_errors() -> Iterator[None]:
+    """Re-raise asyncpg's exceptions as the exporter's typed errors."""
+    try:
+        yield
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
+        raise translated(exc) from exc
