@@ -117,12 +117,14 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
             "TLS to Redis accepts any certificate and host name (--redis.tls-insecure-skip-verify):"
             " a server impersonating Redis would be read as Redis"
         )
-    # uvicorn handles SIGINT/SIGTERM itself (in-flight requests finish, then the
-    # lifespan closes the pool) and re-raises the signal once done: make that
-    # re-raise a no-op so a requested shutdown exits 0.
+    # uvicorn handles SIGINT/SIGTERM itself once running (in-flight requests
+    # finish, then the lifespan closes the pool) and re-raises the signal once
+    # done: this handler makes that re-raise a no-op so a requested shutdown exits
+    # 0, and a signal that comes before uvicorn's handlers stops it all the same.
+    stopped = _stopper(server)
     handlers: dict[int, Callable[[int, FrameType | None], Any]] = {
-        signal.SIGINT: _stopped,
-        signal.SIGTERM: _stopped,
+        signal.SIGINT: stopped,
+        signal.SIGTERM: stopped,
         signal.SIGHUP: _reloader(source),
         **{sig: _ignored for sig in IGNORED_SIGNALS},
     }
@@ -140,8 +142,13 @@ def _name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def _stopped(signum: int, frame: FrameType | None) -> None:
-    log.info("stopped by signal %s", _name(signum))
+def _stopper(server: uvicorn.Server) -> Callable[[int, FrameType | None], None]:
+    def stopped(signum: int, frame: FrameType | None) -> None:
+        log.info("stopped by signal %s", _name(signum))
+        # Before uvicorn runs its main loop: it starts, sees this and shuts down at once.
+        server.should_exit = True
+
+    return stopped
 
 
 def _ignored(signum: int, frame: FrameType | None) -> None:
