@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from exporter.yamlfile import MAX_BYTES, YamlError, parse_yaml, read_capped
+from exporter.yamlfile import MAX_BYTES, MAX_ECHO, YamlError, excerpt, parse_yaml, read_capped
 
 LAUGHS = "\n".join(
     ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
@@ -54,3 +57,83 @@ def test_control_characters_in_an_error_are_escaped() -> None:
     with pytest.raises(YamlError) as caught:
         parse_yaml("a: [1\n\x1b[2J")
     assert "\x1b" not in str(caught.value)
+
+
+def test_a_repeated_key_is_named_with_its_line() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("groups: [a]\nkyc: 1\nkyc: 2\n")
+    assert str(caught.value) == "refused (line 3): key 'kyc' is given twice"
+
+
+def test_a_syntax_error_is_not_valid_yaml_with_its_line_and_problem() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: [1")
+    assert str(caught.value) == "not valid YAML (line 1): expected ',' or ']', but got '<stream end>'"
+
+
+def test_an_error_without_a_line_says_none() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: \x07")
+    assert str(caught.value).startswith("not valid YAML: unacceptable character #x0007")
+
+
+def test_a_long_problem_is_cut_to_200_characters() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: !" + "x" * 300 + "!y 1")
+    prefix = "not valid YAML (line 1): "
+    assert str(caught.value).startswith(prefix + "found undefined tag handle '!xxx")
+    assert len(str(caught.value)) == len(prefix) + 200
+
+
+@pytest.mark.parametrize(("length", "cut"), [(MAX_ECHO, False), (MAX_ECHO + 1, True)])
+def test_an_excerpt_is_at_most_max_echo_characters(length: int, cut: bool) -> None:
+    value = "k" * (length - 2)  # repr() adds the quotes
+    shown = excerpt(value)
+    if cut:
+        assert shown == repr(value)[: MAX_ECHO - 3] + "..."
+    else:
+        assert shown == repr(value)
+    assert len(shown) == MAX_ECHO
+
+
+def test_a_document_of_exactly_the_cap_is_read() -> None:
+    text = "a: 1\n#" + "x" * (MAX_BYTES - 6)
+    assert len(text.encode()) == MAX_BYTES
+    assert parse_yaml(text) == {"a": 1}
+    with pytest.raises(YamlError) as caught:
+        parse_yaml(text + "x")
+    assert str(caught.value) == f"larger than {MAX_BYTES} bytes"
+
+
+def test_a_file_is_read_as_utf8_up_to_the_cap(tmp_path: Path) -> None:
+    small = tmp_path / "small.yml"
+    small.write_bytes("help: Übersicht\n".encode())
+    assert read_capped(str(small)) == "help: Übersicht\n"
+    exact = tmp_path / "exact.yml"
+    exact.write_bytes(b"#" * MAX_BYTES)
+    assert len(read_capped(str(exact))) == MAX_BYTES
+
+
+def test_a_file_is_never_read_past_the_cap(tmp_path: Path) -> None:
+    """A pipe that never ends (a device, a FIFO): refused once past the cap, not read to its end."""
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    returned = threading.Event()
+    writer_gave_up = threading.Event()
+
+    def write() -> None:
+        # Open until the reader returns (or 30 s): a reader that reads to the end waits here.
+        with contextlib.suppress(BrokenPipeError), open(fifo, "wb", buffering=0) as pipe:
+            pipe.write(b"#" * (MAX_BYTES + 10))
+            if not returned.wait(30):
+                writer_gave_up.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        with pytest.raises(YamlError, match="larger than"):
+            read_capped(str(fifo))
+    finally:
+        returned.set()
+        thread.join()
+    assert not writer_gave_up.is_set(), "read to the end of the pipe"
