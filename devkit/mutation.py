@@ -25,11 +25,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/validate.py": ("tests/exporter/test_validate.py", "tests/exporter/test_outcomes.py"),
     "exporter/exposition/text.py": ("tests/exporter/exposition/test_text.py",),
     "exporter/exposition/assemble.py": ("tests/exporter/exposition/test_assemble.py",),
-    "exporter/replication.py": (
-        "tests/exporter/test_replication.py",
-        "tests/exporter/sources/test_standby.py",
-        "tests/exporter/sources/test_redis_replica.py",
-    ),
+    # The rule on the values servers report; the servers themselves: sources/test_standby.py, test_redis_replica.py.
+    "exporter/replication.py": ("tests/exporter/test_replication.py",),
     "exporter/sources/url_secrets.py": (
         "tests/exporter/sources/test_url_secrets.py",
         "tests/exporter/sources/test_redis_url.py",

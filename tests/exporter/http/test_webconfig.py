@@ -129,6 +129,7 @@ def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: 
 
 
 TLS = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
 
 
 @pytest.mark.parametrize(
@@ -144,15 +145,15 @@ TLS = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
         ),
         (TLS + "  client_ca_file: 1\n", "client_ca_file must be a file path"),
         (TLS + "  client_ca_file: nope.crt\n", "client_ca_file: {certs}/nope.crt does not exist"),
-        ("tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n", "cert_file: {certs}/nope.crt does not exist"),
-        ("tls_server_config:\n  cert_file: ''\n  key_file: server.key\n", "cert_file must be a file path"),
-        ("tls_server_config:\n  cert_file: server.crt\n  key_file: nope.key\n", "key_file: {certs}/nope.key does not exist"),
+        (TLS.replace("server.crt", "nope.crt"), "cert_file: {certs}/nope.crt does not exist"),
+        (TLS.replace("server.crt", "''"), "cert_file must be a file path"),
+        (TLS.replace("server.key", "nope.key"), "key_file: {certs}/nope.key does not exist"),
         (TLS + "  min_version: SSL3\n", "min_version 'SSL3' is not one of TLS10, TLS11, TLS12, TLS13"),
         (TLS + "  max_version: TLS9\n", "max_version 'TLS9' is not one of TLS10, TLS11, TLS12, TLS13"),
         ("basic_auth_users: [a]\n", "basic_auth_users must map user names to bcrypt hashes"),
         (f"basic_auth_users:\n  '': '{HASH}'\n", "basic_auth_users: invalid user name ''"),
-        ("http_server_config:\n  headers:\n    1: x\n", "http_server_config.headers must map header names to strings"),
-        ("http_server_config:\n  headers:\n    X-A: 1\n", "http_server_config.headers must map header names to strings"),
+        ("http_server_config:\n  headers:\n    1: x\n", HEADERS_PROBLEM),
+        ("http_server_config:\n  headers:\n    X-A: 1\n", HEADERS_PROBLEM),
     ],
 )
 def test_each_problem_names_its_field(certs: Path, text: str, problem: str) -> None:

@@ -152,5 +152,6 @@ def test_the_mask_keeps_what_is_safe_and_nothing_else(url: str, shown: str) -> N
 )
 def test_text_after_a_password_is_named_for_what_it_is(url: str) -> None:
     assert ambiguity(url, {"sslmode", "password"}) == (
-        f"the query holds text after a password that is not a known parameter, so the password may go on there: {ENCODE}"
+        "the query holds text after a password that is not a known parameter, so the password may go on there: "
+        + ENCODE
     )
