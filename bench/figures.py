@@ -6,10 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from bench.roads import RoadsReport
+from typing import Any
 
 
 @dataclass
@@ -98,6 +95,31 @@ class IdleCheck:
     sessions_after_scrape: int
     sessions_after_idle: int
     waited: float
+
+
+@dataclass
+class RoadFigures:
+    road: str
+    pool_mode: str
+    first: list[float] = field(default_factory=list)
+    steady: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    statements_steady: int = 0
+    prepares_steady: int = 0
+    correct: bool | None = None
+
+
+@dataclass
+class RoadsReport:
+    tenants: int
+    runs: int
+    steady: int
+    before: str | None
+    loadavg_start: str
+    loadavg_end: str = ""
+    roads: list[RoadFigures] = field(default_factory=list)
+    floors: dict[str, list[float]] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
 @dataclass

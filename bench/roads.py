@@ -25,12 +25,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from bench.figures import RoadFigures, RoadsReport
 from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
@@ -41,31 +41,6 @@ from exporter.timeouts import Timeouts
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR_BATCH = 250
 EXPORTER_ROLE = "orpycamcp_exporter"
-
-
-@dataclass
-class RoadFigures:
-    road: str
-    pool_mode: str
-    first: list[float] = field(default_factory=list)
-    steady: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    statements_steady: int = 0
-    prepares_steady: int = 0
-    correct: bool | None = None
-
-
-@dataclass
-class RoadsReport:
-    tenants: int
-    runs: int
-    steady: int
-    before: str | None
-    loadavg_start: str
-    loadavg_end: str = ""
-    roads: list[RoadFigures] = field(default_factory=list)
-    floors: dict[str, list[float]] = field(default_factory=dict)
-    seconds: float = 0.0
 
 
 async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: CountsCheck) -> RoadFigures:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from exporter.flags import flag_of, setting
 from exporter.printable import printable
 
 
@@ -236,21 +237,6 @@ class BacklogConfigError(ConfigError):
             if part
         )
         super().__init__(setting, f"{where}: {problem}" if where else problem)
-
-
-def flag_of(name: str) -> str:
-    """The command-line flag of the option `name`, as the settings declare it."""
-    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
-
-    return OPTIONS_BY_NAME[name].flag
-
-
-def setting(name: str, value: str) -> str:
-    """How to give the option `name` this value, by flag and by environment, as the settings declare it."""
-    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
-
-    declared = OPTIONS_BY_NAME[name]
-    return f"{declared.flag} {value} ({declared.env}={value})"
 
 
 class Closed(SourceError):

@@ -108,7 +108,8 @@ class Option(Generic[T]):
 
     `default` is text, as it would be given on the command line, and goes through
     `parse` like any given value; None means unset (or, with `default_doc`, a
-    default derived from other options by a rule of exporter.settings). `feeds`
+    default derived from other options by a rule of exporter.settings). `flag`
+    comes from exporter.flags (filled in by `declared`). `feeds`
     names the component settings ("Class.field") that take the value.
     """
 
@@ -143,7 +144,6 @@ OPTION_KEY = "option"
 
 
 def option(
-    flag: str,
     parse: Parser[Any],
     help: str,
     *,
@@ -154,17 +154,24 @@ def option(
     feeds: tuple[str, ...] = (),
     secret: bool = False,
 ) -> Any:
-    """A settings field declared as an option (see Option); a secret one is left out of repr()."""
-    declared = Option(flag, parse, help, metavar, default, default_doc, aliases, feeds)
+    """A settings field declared as an option (see Option; its flag is in exporter.flags);
+    a secret one is left out of repr()."""
+    declared = Option("", parse, help, metavar, default, default_doc, aliases, feeds)
     return dataclasses.field(metadata={OPTION_KEY: declared}, repr=not secret)
 
 
-def declared(settings_class: type[Any]) -> tuple[Option[Any], ...]:
-    """The options declared by the fields of a settings dataclass, in their order."""
+def declared(settings_class: type[Any], flags: Mapping[str, str]) -> tuple[Option[Any], ...]:
+    """The options declared by the fields of a settings dataclass, in their order,
+    each with its flag from `flags` (by field name): every field has one, every flag a field."""
+    fields = [item for item in dataclasses.fields(settings_class) if OPTION_KEY in item.metadata]
+    names = [item.name for item in fields]
+    if set(names) != set(flags):
+        raise ValueError(
+            f"options without a flag: {sorted(set(names) - set(flags))};"
+            f" flags without an option: {sorted(set(flags) - set(names))}"
+        )
     return tuple(
-        dataclasses.replace(item.metadata[OPTION_KEY], name=item.name)
-        for item in dataclasses.fields(settings_class)
-        if OPTION_KEY in item.metadata
+        dataclasses.replace(item.metadata[OPTION_KEY], name=item.name, flag=flags[item.name]) for item in fields
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 from exporter.backlogs import NO_DECLARATIONS, Backlog, load_declarations
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidRedisUrl, InvalidSettings
+from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import resolve
 from exporter.http.webconfig import WebConfig, load_web_config
@@ -130,7 +131,6 @@ class Settings:
     """Every setting of one process. Fields declared with `option(...)` are its options."""
 
     listen_address: ListenAddress = option(
-        "--web.listen-address",
         ListenParser(),
         "address to serve /metrics on; an empty host listens on every interface, IPv4 and IPv6",
         metavar="HOST:PORT",
@@ -138,7 +138,6 @@ class Settings:
         aliases=("ORPYCAMCP_LISTEN_ADDRESS",),
     )
     database_url: str | None = option(
-        "--database-url",
         PostgresUrl(),
         "PostgreSQL URL, postgresql://user:password@host:port/db (several hosts, sockets, TLS: see docs/connecting.md)",
         metavar="URL",
@@ -147,14 +146,12 @@ class Settings:
         secret=True,
     )
     database_url_file: str | None = option(
-        "--database-url-file",
         FILE,
         "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database-url",
         metavar="FILE",
         aliases=("DATABASE_URL_FILE",),
     )
     redis_url: str | None = option(
-        "--redis-url",
         RedisUrl(),
         "Redis URL: one server, Sentinel (redis+sentinel://) or Cluster (redis+cluster://), TLS with rediss...;"
         " enables the streams signal (see docs/connecting.md)",
@@ -164,46 +161,39 @@ class Settings:
         secret=True,
     )
     redis_url_file: str | None = option(
-        "--redis-url-file",
         FILE,
         "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis-url",
         metavar="FILE",
         aliases=("REDIS_URL_FILE",),
     )
     redis_tls_ca_file: str | None = option(
-        "--redis.tls-ca-file",
         FILE,
         "PEM file of the CA that signed the Redis servers' certificates (default: the system's CAs); read at start",
         metavar="FILE",
     )
     redis_tls_cert_file: str | None = option(
-        "--redis.tls-cert-file",
         FILE,
         "PEM client certificate, for Redis servers that require one (tls-auth-clients yes); read at start",
         metavar="FILE",
     )
     redis_tls_key_file: str | None = option(
-        "--redis.tls-key-file",
         FILE,
         "PEM private key of the client certificate, unencrypted, when not in the certificate's file",
         metavar="FILE",
     )
     redis_tls_skip_verify: bool = option(
-        "--redis.tls-insecure-skip-verify",
         Switch(),
         "true: accept any Redis server certificate and host name (logged as a warning at start)",
         metavar="BOOL",
         default="false",
     )
     signals: tuple[str, ...] = option(
-        "--signals",
         Names(),
         "comma-separated signals (declared backlogs included) to enable",
         metavar="LIST",
         default_doc="every signal whose source is configured",
     )
     ttl: float = option(
-        "--ttl",
         Seconds(),
         "seconds a measurement (success or failure) is served from cache",
         metavar="SECONDS",
@@ -212,7 +202,6 @@ class Settings:
         feeds=("SignalCache.ttl",),
     )
     deadline: float = option(
-        "--deadline",
         Seconds(),
         "seconds one measurement may take; below the TTL",
         metavar="SECONDS",
@@ -221,7 +210,6 @@ class Settings:
         feeds=("Timeouts.deadline",),
     )
     max_connections: int = option(
-        "--database.max-connections",
         Count(1, 64),
         "PostgreSQL connections at most",
         metavar="N",
@@ -229,7 +217,6 @@ class Settings:
         feeds=("PostgresSettings.max_connections",),
     )
     batch_size: int = option(
-        "--database.batch-size",
         Count(1, 5000),
         "tenant schemas read by one statement",
         metavar="N",
@@ -237,7 +224,6 @@ class Settings:
         feeds=("PostgresSettings.batch_size",),
     )
     idle_close: float = option(
-        "--database.idle-close",
         Seconds(),
         "close database connections unused this long",
         metavar="SECONDS",
@@ -246,7 +232,6 @@ class Settings:
         feeds=("PostgresSettings.idle_close_seconds",),
     )
     max_queries: int = option(
-        "--database.max-queries-per-connection",
         Count(1, 10_000_000),
         "replace a connection after this many statements, bounding the memory its backend holds",
         metavar="N",
@@ -255,7 +240,6 @@ class Settings:
         feeds=("PostgresSettings.max_queries_per_connection",),
     )
     pool_mode: PoolMode = option(
-        "--database.pool-mode",
         Mode(),
         "session (direct, or a session pooler: statements prepared once per connection) or transaction"
         " (a transaction pooler such as PgBouncer pool_mode = transaction: nothing outlives a transaction)",
@@ -264,7 +248,6 @@ class Settings:
         feeds=("PostgresSettings.pool_mode",),
     )
     database_replica_max_staleness: float = option(
-        "--database.replica-max-staleness",
         Seconds(),
         "seconds a hot standby read may lag behind its primary before the database signals are unmeasured"
         " (replica_stale)",
@@ -273,7 +256,6 @@ class Settings:
         feeds=("PostgresSettings.replica_max_staleness",),
     )
     redis_replica_max_staleness: float = option(
-        "--redis.replica-max-staleness",
         Seconds(),
         "seconds a Redis replica read may have been without word from its master before the streams signal is"
         " unmeasured (replica_stale)",
@@ -282,7 +264,6 @@ class Settings:
         feeds=("RedisSettings.replica_max_staleness",),
     )
     backlogs_file: str | None = option(
-        "--backlogs.config-file",
         FILE,
         "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"
         " (deploy/backlogs.example.yml)",
@@ -290,20 +271,17 @@ class Settings:
         aliases=("ORPYCAMCP_BACKLOGS_FILE",),
     )
     web_config_file: str | None = option(
-        "--web.config.file",
         FILE,
         "exporter-toolkit web configuration (TLS, basic auth); re-read when its files change and on SIGHUP",
         metavar="FILE",
     )
     http_max_connections: int | None = option(
-        "--web.max-connections",
         Count(16, 1 << 20),
         "HTTP connections held at most; at the cap the longest idle one is closed",
         metavar="N",
         default_doc=f"what the file-descriptor limit allows, at most {DEFAULT_CAP_CEILING}",
     )
     head_timeout: float = option(
-        "--web.request-head-timeout",
         Seconds(),
         "seconds a client has to send a complete request head before it is disconnected",
         metavar="SECONDS",
@@ -311,10 +289,8 @@ class Settings:
         aliases=("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",),
         feeds=("bounded_protocol.head_timeout",),
     )
-    log_format: str = option("--log-format", Choice(("text", "json")), "log format", metavar="FORMAT", default="text")
-    log_level: str = option(
-        "--log-level", Choice(("debug", "info", "warning", "error")), "log level", metavar="LEVEL", default="info"
-    )
+    log_format: str = option(Choice(("text", "json")), "log format", metavar="FORMAT", default="text")
+    log_level: str = option(Choice(("debug", "info", "warning", "error")), "log level", metavar="LEVEL", default="info")
     # Derived from the options above by the rules of `load`.
     backlogs: tuple[Backlog, ...] = ()
     redis_tls: RedisTls = NO_TLS
@@ -350,7 +326,7 @@ class Settings:
         return component(**feeding(OPTIONS, self, component), **rest)
 
 
-OPTIONS: tuple[Option[Any], ...] = declared(Settings)
+OPTIONS: tuple[Option[Any], ...] = declared(Settings, FLAGS)
 OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 
 

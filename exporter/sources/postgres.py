@@ -48,6 +48,7 @@ import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock, Timer
 from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
+from exporter.flags import flag_of
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.replication import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
@@ -479,7 +480,7 @@ class Postgres:
     async def require_fresh(self, signal: str) -> None:
         """Raises ReplicaStale when the server read is a standby too far behind its primary."""
         link = await self.standby_link()
-        require_fresh(signal, link, self.settings.replica_max_staleness, "--database.replica-max-staleness")
+        require_fresh(signal, link, self.settings.replica_max_staleness, flag_of("database_replica_max_staleness"))
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""
