@@ -7,8 +7,8 @@ import asyncio
 import logging
 
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.errors import Reason
 from exporter.outcomes import Outcome, classify
+from exporter.reasons import Reason
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts

@@ -47,14 +47,14 @@ from enum import StrEnum
 import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock, Timer
-from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
+from exporter.errors import SessionNotKept, TenantListUnreadable
 from exporter.flags import flag_of
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.replication import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
-from exporter.sources.postgres_errors import typed_errors
+from exporter.sources.postgres_errors import server_words, typed_errors
 from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
 

@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable
+from exporter.reasons import Reason
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings, redact_url
 from exporter.signals import Signal, Source

@@ -16,8 +16,9 @@ import pytest
 
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import DatabaseRefused, Reason
+from exporter.errors import DatabaseRefused
 from exporter.outcomes import classify
+from exporter.reasons import Reason
 from exporter.scrape import Exporter
 from exporter.settings import load
 from exporter.sources.postgres import PoolMode, Postgres, PostgresSettings, milliseconds
