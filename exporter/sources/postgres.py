@@ -42,7 +42,6 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import asyncpg
 
@@ -54,6 +53,7 @@ from exporter.replication import STANDBY_SQL, ReplicaLink, require_fresh, standb
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
+from exporter.sources.pool_mode import PoolMode
 from exporter.sources.postgres_errors import server_words, typed_errors
 from exporter.sources.road import BACKEND_PID_SQL, COMMIT_SQL, RoadUndecided, SessionProbe, probe_road
 from exporter.timeouts import Timeouts
@@ -84,16 +84,13 @@ _SESSION_STATE_LOST = (
 )
 
 
-class PoolMode(StrEnum):
-    """What the road to the server keeps between two transactions of one connection."""
-
-    SESSION = "session"  # the server session: a direct connection, or a session pooler
-    TRANSACTION = "transaction"  # nothing: a transaction pooler
+# What the exporter's sessions are called unless the URL names them (application_name=).
+APPLICATION_NAME = "orpycamcp-exporter"
 
 
 @dataclass(frozen=True, kw_only=True)
 class PostgresSettings:
-    """Built from the options that feed it (exporter.settings), which hold every default."""
+    """Built from the options (exporter.service), which hold every default."""
 
     url: str = field(repr=False)  # it may hold the password
     max_connections: int
@@ -102,7 +99,7 @@ class PostgresSettings:
     max_queries_per_connection: int
     pool_mode: PoolMode
     replica_max_staleness: float
-    application_name: str = "orpycamcp-exporter"
+    application_name: str
 
 
 def milliseconds(seconds: float) -> str:

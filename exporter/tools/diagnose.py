@@ -15,10 +15,12 @@ from exporter.outcomes import Failure, classify
 from exporter.printable import printable
 from exporter.reasons import Reason
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
-from exporter.settings import Settings, redact_url
+from exporter.settings import Settings
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
-from exporter.sources.postgres import PoolMode, Postgres
+from exporter.sources.dsn import redact as redact_url
+from exporter.sources.pool_mode import PoolMode
+from exporter.sources.postgres import Postgres
 from exporter.sources.redis import RedisStreams
 from exporter.sources.redis_url import shown
 from exporter.sources.road import RoadUndecided, SessionProbe

@@ -20,8 +20,10 @@ from exporter.errors import DatabaseRefused
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.scrape import Exporter
+from exporter.service import postgres_settings
 from exporter.settings import load
-from exporter.sources.postgres import PoolMode, Postgres, PostgresSettings, milliseconds
+from exporter.sources.pool_mode import PoolMode
+from exporter.sources.postgres import Postgres, milliseconds
 from exporter.sources.road import BACKEND_PID_SQL
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
@@ -225,7 +227,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
 
 def transaction_client(url: str, deadline: float) -> Postgres:
     settings = load({"database_url": url, "pool_mode": "transaction", "deadline": deadline}, {})
-    return Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=deadline))
+    return Postgres(postgres_settings(settings), Timeouts(deadline=deadline))
 
 
 async def test_every_transaction_is_read_only_with_its_own_limits_through_a_transaction_pooler(
