@@ -35,7 +35,8 @@ from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
 from exporter.signals import dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, transaction_opening
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL
+from exporter.sources.transaction import transaction_opening
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.replica import ReplayLag
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
+from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
 from exporter.sources import Sources, dsn

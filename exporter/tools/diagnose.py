@@ -20,10 +20,10 @@ from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.sources.dsn import redact as redact_url
 from exporter.sources.pool_mode import PoolMode
+from exporter.sources.pooler import PoolerUndecided, SessionProbe
 from exporter.sources.postgres import Postgres
 from exporter.sources.redis import RedisStreams
 from exporter.sources.redis_url import shown
-from exporter.sources.road import RoadUndecided, SessionProbe
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
@@ -103,7 +103,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
     try:
         async with asyncio.timeout(timeouts.deadline):
             probe = await postgres.probe_session()
-    except RoadUndecided as undecided:
+    except PoolerUndecided as undecided:
         say(f"warn pool mode: the road was not checked: {undecided.evidence}")
     except Exception as exc:  # reported as a reason, like any measurement
         failure, advice = await _road_failure(exc, postgres, timeouts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.postgres import APPLICATION_NAME, Postgres
 from exporter.tools.demo import EXPORTER_ROLE

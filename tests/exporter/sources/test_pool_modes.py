@@ -17,14 +17,15 @@ import pytest
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
 from exporter.errors import DatabaseRefused
+from exporter.exporter import Exporter
 from exporter.outcomes import classify
 from exporter.reasons import Reason
-from exporter.scrape import Exporter
 from exporter.service import postgres_settings
 from exporter.settings import load
 from exporter.sources.pool_mode import PoolMode
-from exporter.sources.postgres import Postgres, milliseconds
-from exporter.sources.road import BACKEND_PID_SQL
+from exporter.sources.pooler import BACKEND_PID_SQL
+from exporter.sources.postgres import Postgres
+from exporter.sources.transaction import milliseconds
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.hints import hint
