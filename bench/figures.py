@@ -98,7 +98,7 @@ class IdleCheck:
 
 
 @dataclass
-class RoadFigures:
+class PoolerFigures:
     road: str
     pool_mode: str
     first: list[float] = field(default_factory=list)
@@ -110,14 +110,14 @@ class RoadFigures:
 
 
 @dataclass
-class RoadsReport:
+class PoolersReport:
     tenants: int
     runs: int
     steady: int
     before: str | None
     loadavg_start: str
     loadavg_end: str = ""
-    roads: list[RoadFigures] = field(default_factory=list)
+    roads: list[PoolerFigures] = field(default_factory=list)
     floors: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -132,7 +132,7 @@ class Report:
     http_tenants: int | None = None
     http_series: int | None = None
     idle: IdleCheck | None = None
-    roads: RoadsReport | None = None
+    roads: PoolersReport | None = None
     exporter_rss_after_http_mib: float | None = None
     seconds: float = 0.0
 

@@ -1,5 +1,5 @@
-"""What the road to PostgreSQL keeps between two transactions of one connection
-(--database.pool-mode), and the option's parser."""
+"""What the path to PostgreSQL (directly, or through a pooler) keeps between two
+transactions of one connection (--database.pool-mode), and the option's parser."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from exporter.options import Choice
 
 
 class PoolMode(StrEnum):
-    """What the road to the server keeps between two transactions of one connection."""
+    """What the path to the server keeps between two transactions of one connection."""
 
     SESSION = "session"  # the server session: a direct connection, or a session pooler
     TRANSACTION = "transaction"  # nothing: a transaction pooler
