@@ -41,10 +41,11 @@ from exporter.errors import TenantListUnreadable
 from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
-from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
+from exporter.sources.batches import tenant_batches
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.sources.lanes import Lane, LanePool
+from exporter.sources.passes import run_pass
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
 from exporter.sources.postgres_errors import server_words, typed_errors
@@ -309,7 +310,7 @@ class Postgres:
         Each batch is one statement in its own transaction. The batches are
         split into contiguous ranges, one per lane; the lanes run side by side,
         one statement at a time each, so signals measured at the same time
-        interleave on them.
+        interleave on them (exporter.sources.passes).
         """
         self._life.ensure_open()
         self._refuse_lost_session()
@@ -345,41 +346,14 @@ class Postgres:
         # reads one contiguous share of each signal's tenants.
         offset = self._signal_lanes.setdefault(signal, len(self._signal_lanes))
         lanes = [self._lanes[(i + offset) % len(self._lanes)] for i in range(min(len(self._lanes), len(statements)))]
-        rows: list[asyncpg.Record] = []
-        progress = BatchProgress(asyncio.get_running_loop().time)
 
-        failures: list[Exception] = []
+        async def statement(lane: Lane, sql: str, first: bool) -> list[asyncpg.Record]:
+            async with self._pool.use(lane):
+                # The session is checked once per pass on each lane; every
+                # statement name is checked by the server on every use.
+                return await self._transaction(lane, sql, args, check_session=first)
 
-        async def run(lane: Lane, sqls: Sequence[str]) -> None:
-            used: set[str] = set()
-            for index, sql in enumerate(sqls):
-                if failures:
-                    # The pass is unmeasured already: the other lanes stop
-                    # between two statements, never in the middle of one, so
-                    # their connections and prepared statements stay.
-                    return
-                try:
-                    async with self._pool.use(lane):
-                        # The session is checked once per pass on each lane; every
-                        # statement name is checked by the server on every use.
-                        rows.extend(await self._transaction(lane, sql, args, check_session=index == 0))
-                except Exception as exc:
-                    failures.append(exc)
-                    return
-                used.add(sql)
-                progress.done(signal, len(statements))
-            # Statements of this signal no longer needed (the tenants changed)
-            # are released, and closed on the server with the next prepare.
-            for stale in lane.by_signal.get(signal, set()) - used:
-                lane.prepared.pop(stale, None)
-            lane.by_signal[signal] = used
-
-        async with asyncio.TaskGroup() as group:
-            for lane, share in zip(lanes, lane_shares(statements, len(lanes)), strict=True):
-                group.create_task(run(lane, share))
-        if failures:
-            raise failures[0]  # the first failure speaks for the pass
-        return rows
+        return await run_pass(signal, statements, lanes, statement)
 
     async def close(self) -> None:
         """Cancel the passes, the tenant list and the standby check in flight, then
