@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from devkit import mixin
 from devkit.tools import tool
 from registry import FAMILIES
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
-from .promql import PromQLSyntaxError, Selector, metric_names, selectors
+from .promql import Matcher, PromQLSyntaxError, Selector, metric_names, selectors
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD_PATH = REPO_ROOT / "grafana" / "dashboards" / "orpycamcp-overview.json"
@@ -125,13 +126,20 @@ def panels() -> list[dict[str, Any]]:
     return found
 
 
+def row_panels(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """An expanded row holds the panels below it up to the next row."""
+    top: list[dict[str, Any]] = dashboard()["panels"]
+    start = top.index(row) + 1
+    end = next((i for i in range(start, len(top)) if top[i]["type"] == "row"), len(top))
+    return top[start:end]
+
+
 def test_a_row_per_backlog_shows_its_items_per_state_and_arrivals() -> None:
-    top = dashboard()["panels"]
-    rows = [panel for panel in top if panel["type"] == "row"]
-    assert [row.get("repeat") for row in rows] == ["backlog"]
-    row = rows[0]
-    # An expanded row holds the panels below it up to the next row: here, to the end.
-    below = top[top.index(row) + 1 :]
+    rows = [panel for panel in dashboard()["panels"] if panel["type"] == "row"]
+    repeated = [row for row in rows if "repeat" in row]
+    assert [row["repeat"] for row in repeated] == ["backlog"]
+    row = repeated[0]
+    below = row_panels(row)
     assert below
     assert all(panel["gridPos"]["y"] > row["gridPos"]["y"] for panel in below)
     shown = {name for panel in below for target in panel["targets"] for name in metric_names(str(target["expr"]))}
@@ -220,14 +228,32 @@ def test_dashboard_identity() -> None:
 
 
 def test_panel_ids_unique_and_layout_fits() -> None:
-    ids = [panel["id"] for panel in panels()]
+    everything = dashboard()["panels"]
+    ids = [panel["id"] for panel in everything]
     assert len(ids) == len(set(ids))
-    for panel in panels():
+    for panel in everything:
         grid = panel["gridPos"]
         assert grid["x"] >= 0, panel["title"]
         assert grid["w"] > 0, panel["title"]
         assert grid["x"] + grid["w"] <= 24, panel["title"]
         assert grid["h"] > 0
+
+
+def test_layout_is_in_reading_order_without_overlaps() -> None:
+    """Grafana gives a row the panels that follow it in the list: list order is reading order."""
+    everything = dashboard()["panels"]
+    positions = [(panel["gridPos"]["y"], panel["gridPos"]["x"]) for panel in everything]
+    assert positions == sorted(positions)
+    cells: dict[tuple[int, int], str] = {}
+    for panel in everything:
+        grid = panel["gridPos"]
+        for y in range(grid["y"], grid["y"] + grid["h"]):
+            for x in range(grid["x"], grid["x"] + grid["w"]):
+                assert (x, y) not in cells, (panel["title"], cells.get((x, y)))
+                cells[(x, y)] = panel["title"]
+    for row in (panel for panel in everything if panel["type"] == "row"):
+        assert row["gridPos"] == {"x": 0, "y": row["gridPos"]["y"], "w": 24, "h": 1}
+        assert row_panels(row), f"row {row['title']!r} holds no panel"
 
 
 # --- dashboard-linter rules ----------------------------------------------------
@@ -288,6 +314,25 @@ def test_cluster_variable() -> None:
     assert match.group(2) == "cluster"
     names = [v["name"] for v in templates()]
     assert names.index("job") < names.index("cluster") < names.index("instance")
+
+
+def deployment_matchers() -> set[Matcher]:
+    """The matchers of the mixin's default `orpycamcpSelector`, the one the checked-in file is rendered with."""
+    tool("jsonnet")
+    (selector,) = selectors("{" + str(mixin.default_config()["orpycamcpSelector"]) + "}")
+    return set(selector.matchers)
+
+
+def test_every_query_and_variable_reads_only_this_deployment() -> None:
+    """ "All" is `.+` / `.*`, which matches any job: every selector also carries the deployment's own
+    matchers, so no panel or variable shows another job's series (`up{job="prometheus"}`)."""
+    deployment = deployment_matchers()
+    assert deployment
+    exprs = all_dashboard_exprs()
+    assert len(exprs) > len(panels())
+    for expr in exprs:
+        for selector in selectors(expr):
+            assert deployment <= set(selector.matchers), expr
 
 
 def is_platform_record(metric: str | None) -> bool:
