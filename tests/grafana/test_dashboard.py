@@ -7,6 +7,7 @@ target-instance-rule, panel-units-rule and panel-title-description-rule.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -301,7 +302,7 @@ def test_panel_type_and_targets(panel_id: str) -> None:
 
 
 def test_cluster_variable() -> None:
-    """Multi-select with All; All is `.*` so that series without a `cluster` label (one cluster) match."""
+    """Multi-select with All; All is `.*` so that series without the cluster label (one cluster) match."""
     variable = template("cluster")
     assert variable["type"] == "query"
     assert variable["datasource"]["uid"] in TEMPLATED_DATASOURCES
@@ -311,15 +312,26 @@ def test_cluster_variable() -> None:
     assert variable["allValue"] == ".*"
     match = LABEL_VALUES.match(variable_query(variable).strip())
     assert match
-    assert match.group(2) == "cluster"
+    assert match.group(2) == cluster_label()
     names = [v["name"] for v in templates()]
     assert names.index("job") < names.index("cluster") < names.index("instance")
 
 
-def deployment_matchers() -> set[Matcher]:
-    """The matchers of the mixin's default `orpycamcpSelector`, the one the checked-in file is rendered with."""
+@functools.cache
+def default_config() -> dict[str, Any]:
+    """The mixin's `_config`, which the checked-in dashboard is rendered with."""
     tool("jsonnet")
-    (selector,) = selectors("{" + str(mixin.default_config()["orpycamcpSelector"]) + "}")
+    return mixin.default_config()
+
+
+def cluster_label() -> str:
+    """The target label that names a cluster (`clusterLabel`); the variable is `$cluster` whatever it is."""
+    return str(default_config()["clusterLabel"])
+
+
+def deployment_matchers() -> set[Matcher]:
+    """The matchers of the mixin's `orpycamcpSelector`."""
+    (selector,) = selectors("{" + str(default_config()["orpycamcpSelector"]) + "}")
     return set(selector.matchers)
 
 
@@ -339,19 +351,20 @@ def is_platform_record(metric: str | None) -> bool:
     return metric is not None and PLATFORM_RECORD.match(metric) is not None
 
 
-@pytest.mark.parametrize("label", ["job", "cluster", "instance"])
-def test_target_job_and_instance_rules(label: str) -> None:
-    """target-job-rule / target-instance-rule: every selector filters with label=~"$label".
+@pytest.mark.parametrize("variable", ["job", "cluster", "instance"])
+def test_target_job_and_instance_rules(variable: str) -> None:
+    """target-job-rule / target-instance-rule: every selector filters with label=~"$variable".
 
     A platform total spans every cluster and replica: it is filtered by job only.
     """
+    label = cluster_label() if variable == "cluster" else variable
     for panel, target in targets():
         for selector in selectors(str(target["expr"])):
             if is_platform_record(selector.metric):
                 assert selector.has("job", "=~", "$job"), (panel["title"], target["expr"])
                 assert label == "job" or not any(m.label == label for m in selector.matchers), target["expr"]
                 continue
-            assert selector.has(label, "=~", f"${label}"), (panel["title"], target["expr"])
+            assert selector.has(label, "=~", f"${variable}"), (panel["title"], target["expr"])
     # The cluster and instance variables are themselves filtered by the selected jobs.
     for expr in variable_selector_exprs()[1:]:
         assert all(s.has("job", "=~", "$job") for s in selectors(expr)), expr
@@ -364,10 +377,10 @@ def test_per_cluster_panels_keep_the_cluster() -> None:
         if any(is_platform_record(s.metric) for s in selectors(expr)):
             continue
         for group in re.findall(r"\bby\s*\(([^)]*)\)", expr):
-            assert "cluster" in {g.strip() for g in group.split(",")}, (panel["title"], expr)
+            assert cluster_label() in {g.strip() for g in group.split(",")}, (panel["title"], expr)
         legend = str(target.get("legendFormat", ""))
         if legend != "__auto":
-            assert "{{cluster}}" in legend, (panel["title"], legend)
+            assert "{{" + cluster_label() + "}}" in legend, (panel["title"], legend)
 
 
 def test_platform_totals_beside_per_cluster_series() -> None:
@@ -579,7 +592,7 @@ def test_every_registry_family_is_on_the_dashboard() -> None:
 
 def test_label_names_exist_in_registry() -> None:
     """Labels named in dashboard matchers and legends are registry or target labels."""
-    known = {"job", "cluster", "instance", "backlog", "group", "state", "window"} | {
+    known = {"job", cluster_label(), "instance", "backlog", "group", "state", "window"} | {
         label for family in FAMILIES for label in family.labels
     }
     for panel, target in targets():
