@@ -33,6 +33,11 @@ def test_checked_in_files_are_the_default_rendering(default_rendering: dict[str,
         assert (REPO_ROOT / path).read_text(encoding="utf-8") == text, f"{path} drifted from mixin/: re-render it"
 
 
+def test_rendering_is_deterministic(default_rendering: dict[str, str]) -> None:
+    """Two renderings of the same mixin are the same bytes (no order or time taken from the run)."""
+    assert {str(path): text for path, text in mixin.render().items()} == default_rendering
+
+
 def test_mixin_outputs_have_the_mixin_shape() -> None:
     tool("jsonnet")
     rendering = mixin.evaluate()

@@ -1,0 +1,80 @@
+"""The dashboard builders of mixin/dashboards/grafana.libsonnet: layout, queries, mappings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from devkit.mixin import MIXIN_DIR
+from devkit.tools import tool
+
+
+def evaluate(expression: str) -> Any:
+    """`expression` with `g` bound to the builders."""
+    program = f"local g = import 'dashboards/grafana.libsonnet'; {expression}"
+    result = subprocess.run(
+        [tool("jsonnet"), "-J", str(MIXIN_DIR), "-e", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    if result.returncode != 0:
+        raise AssertionError(result.stderr)
+    return json.loads(result.stdout)
+
+
+def positions(panels: list[dict[str, Any]]) -> list[tuple[str, int, int, int, int]]:
+    return [(p["title"], p["gridPos"]["x"], p["gridPos"]["y"], p["gridPos"]["w"], p["gridPos"]["h"]) for p in panels]
+
+
+def test_layout_places_left_to_right_wraps_and_starts_rows_on_a_line_of_their_own() -> None:
+    panels = evaluate("""
+      local ts(id, width, height) = g.timeseries(id, 'p' + id, 'described', 'short', [], width=width, height=height);
+      g.layout([
+        ts(1, 8, 5), ts(2, 8, 7), ts(3, 12, 4),
+        g.row('R', 10),
+        ts(4, 24, 3),
+        ts(5, 6, 2),
+        g.row('S', 11, repeat='v'),
+        ts(6, 12, 8), ts(7, 12, 8),
+      ])
+    """)
+    assert positions(panels) == [
+        ("p1", 0, 0, 8, 5),
+        ("p2", 8, 0, 8, 7),
+        ("p3", 0, 7, 12, 4),  # does not fit beside p2: next line, below the highest of the line
+        ("R", 0, 11, 24, 1),
+        ("p4", 0, 12, 24, 3),
+        ("p5", 0, 15, 6, 2),
+        ("S", 0, 17, 24, 1),
+        ("p6", 0, 18, 12, 8),
+        ("p7", 12, 18, 12, 8),
+    ]
+    assert panels[6]["repeat"] == "v"
+    assert all("size" not in panel for panel in panels)
+
+
+def test_a_panel_wider_than_the_grid_is_one_clear_error() -> None:
+    with pytest.raises(AssertionError, match="panel wide is wider than the grid"):
+        evaluate("g.layout([g.timeseries(1, 'wide', 'described', 'short', [], width=25)])")
+
+
+def test_queries_get_ref_ids_and_the_panel_kind_decides_instant_or_range() -> None:
+    stat, series = evaluate("""
+      local queries = [g.query('a', '{{x}}'), g.query('b')];
+      [g.stat(1, 't', 'described', 'none', queries, noValue='unknown'), g.timeseries(2, 't', 'described', 's', queries)]
+    """)
+    assert [(t["refId"], t["expr"], t["legendFormat"], t["instant"]) for t in stat["targets"]] == [
+        ("A", "a", "{{x}}", True),
+        ("B", "b", "__auto", True),
+    ]
+    assert [(t["refId"], t["range"]) for t in series["targets"]] == [("A", True), ("B", True)]
+
+
+def test_mappings_keep_the_order_given() -> None:
+    mappings = evaluate("g.mappings([g.value('1', 'up', 'green'), g.special('nan', 'never', 'red'), g.unknown])")
+    assert mappings == [
+        {"type": "value", "options": {"1": {"text": "up", "color": "green", "index": 0}}},
+        {"type": "special", "options": {"match": "nan", "result": {"text": "never", "color": "red", "index": 1}}},
+        {"type": "special", "options": {"match": "null", "result": {"text": "unknown", "color": "text", "index": 2}}},
+    ]
