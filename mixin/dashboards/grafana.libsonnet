@@ -82,8 +82,18 @@
 
   // The last value of each series, coloured by `thresholds` (the background,
   // or the text with colorMode='value'). `noValue` says what no series means.
-  stat(id, title, description, unit, queries, noValue, mappings=[], thresholds=[['text', null]],
-       colorMode='background', overrides=[], width=6, height=5)::
+  stat(id,
+       title,
+       description,
+       unit,
+       queries,
+       noValue,
+       mappings=[],
+       thresholds=[['text', null]],
+       colorMode='background',
+       overrides=[],
+       width=6,
+       height=5)::
     panel('stat', id, title, description, unit, width, height) {
       fieldConfig: {
         defaults: { unit: unit, mappings: $.mappings(mappings) } + withNoValue(noValue) + withThresholds(thresholds),
