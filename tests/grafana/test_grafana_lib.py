@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,3 +80,39 @@ def test_mappings_keep_the_order_given() -> None:
         {"type": "special", "options": {"match": "nan", "result": {"text": "never", "color": "red", "index": 1}}},
         {"type": "special", "options": {"match": "null", "result": {"text": "unknown", "color": "text", "index": 2}}},
     ]
+
+
+def test_the_documented_row_is_a_few_lines_that_render(tmp_path: Path) -> None:
+    """docs/alerts-and-dashboard.md, "Adding a panel": its example pasted above the per-backlog row renders,
+    placed by the layout after every panel before it."""
+    guide = (MIXIN_DIR.parent / "docs" / "alerts-and-dashboard.md").read_text(encoding="utf-8")
+    example = guide.split("## Adding a panel", 1)[1].split("```jsonnet\n", 1)[1].split("```", 1)[0]
+    mixin_copy = tmp_path / "mixin"
+    shutil.copytree(MIXIN_DIR, mixin_copy)
+    overview = mixin_copy / "dashboards" / "orpycamcp-overview.libsonnet"
+    marker = "      // --- one row per declared backlog"
+    source = overview.read_text(encoding="utf-8")
+    assert source.count(marker) == 1
+    overview.write_text(source.replace(marker, example + marker), encoding="utf-8")
+    result = subprocess.run(
+        [tool("jsonnet"), "-J", str(mixin_copy), "-e", "(import 'mixin.libsonnet').grafanaDashboards"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    (dashboard,) = json.loads(result.stdout).values()
+    titles = [panel["title"] for panel in dashboard["panels"]]
+    added = titles.index("Stream consumers")
+    assert titles[added : added + 4] == [
+        "Stream consumers",
+        "Consumers per group",
+        "Idlest consumer",
+        "Backlog $backlog: items per state and arrivals",
+    ]
+    before, row, first, second = dashboard["panels"][added - 1 : added + 3]
+    assert row["gridPos"]["y"] == before["gridPos"]["y"] + before["gridPos"]["h"]
+    assert (first["gridPos"]["x"], second["gridPos"]["x"]) == (0, 12)
+    assert first["gridPos"]["y"] == second["gridPos"]["y"] == row["gridPos"]["y"] + 1
+    assert 'job="orpycamcp-exporter"' in first["targets"][0]["expr"]
