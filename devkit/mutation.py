@@ -26,7 +26,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/exposition/text.py": ("tests/exporter/exposition/test_text.py",),
     "exporter/exposition/assemble.py": ("tests/exporter/exposition/test_assemble.py",),
     # The rule on the values servers report; the servers themselves: sources/test_standby.py, test_redis_replica.py.
-    "exporter/replication.py": ("tests/exporter/test_replication.py",),
+    "exporter/freshness.py": ("tests/exporter/test_freshness.py",),
     "exporter/sources/url_secrets.py": (
         "tests/exporter/sources/test_url_secrets.py",
         "tests/exporter/sources/test_redis_url.py",

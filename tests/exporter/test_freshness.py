@@ -9,7 +9,7 @@ import math
 import pytest
 
 from exporter.errors import ReplicaStale
-from exporter.replication import ReplicaLink, redis_lag_samples, redis_link, require_fresh, standby_link
+from exporter.freshness import ReplicaLink, redis_lag_samples, redis_link, require_fresh, standby_link
 from exporter.samples import Sample
 from registry.families import REDIS_REPLICA_LAG
 
