@@ -228,6 +228,8 @@ def test_unchanged_files_are_not_read_again_unless_asked(tmp_path: Path, caplog:
         assert source.check(why="SIGHUP") is True
     assert source.reloads == 1
     assert caplog.messages == [f"web config {path} reloaded (SIGHUP): no TLS, 1 basic-auth users"]
+    assert source.check() is False  # what was read is remembered: no reload without a change
+    assert source.reloads == 1
 
 
 def test_an_invalid_change_is_reported_once_and_the_last_valid_one_stays(
@@ -283,7 +285,10 @@ def test_what_a_live_listener_cannot_change_takes_a_restart(
     replace(path, text.encode())
     with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
         assert source.check() is False, change
-    assert "takes a restart" in caplog.messages[0]
+    assert caplog.messages == [
+        f"web config {path} not reloaded, the last valid one stays in force: invalid setting --web.config.file:"
+        " turning TLS on or off, or changing client_auth_type, min_version or max_version, takes a restart"
+    ]
     assert source.current() == initial
 
 
@@ -294,7 +299,16 @@ class Hello:
         self.context = context
 
 
-def test_a_rotated_certificate_swaps_the_context_of_the_next_handshake(tls_folder: tuple[trustme.CA, Path]) -> None:
+def test_a_listener_context_needs_tls(tmp_path: Path) -> None:
+    path = auth_file(tmp_path, "a")
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), Clock())
+    with pytest.raises(AssertionError, match=r"^server_context\(\) needs TLS in the web config$"):
+        source.server_context()
+
+
+def test_a_rotated_certificate_swaps_the_context_of_the_next_handshake(
+    tls_folder: tuple[trustme.CA, Path], caplog: pytest.LogCaptureFixture
+) -> None:
     ca, folder = tls_folder
     path = folder / "web.yml"
     replace(path, (TLS_FILES + "  client_ca_file: ca.crt\n").encode())
@@ -307,7 +321,9 @@ def test_a_rotated_certificate_swaps_the_context_of_the_next_handshake(tls_folde
     replace(folder / "ca.crt", ca.cert_pem.bytes())  # a file it names, rewritten: a change too
     assert source.check() is True
     issue(ca, folder)
-    listening.sni_callback(hello, None, listening)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        listening.sni_callback(hello, None, listening)  # type: ignore[arg-type]
+    assert caplog.messages == [f"web config {path} reloaded (a file changed): TLS, 0 basic-auth users"]
     assert source.reloads == 2
     assert hello.context is source.context
     assert hello.context is not listening
