@@ -55,3 +55,19 @@ def turn(directory: Path | None, alone: bool) -> Iterator[None]:
                 fcntl.flock(turnstile, fcntl.LOCK_UN)
         held.callback(fcntl.flock, room, fcntl.LOCK_UN)
         yield
+
+
+@contextmanager
+def one_worker_at_a_time(config: pytest.Config, name: str) -> Iterator[None]:
+    """Held by one worker at a time: for work every worker would otherwise do at
+    once on something they share (the images, built once per Docker engine)."""
+    directory = shared_directory(config)
+    if directory is None:
+        yield
+        return
+    with (directory / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
