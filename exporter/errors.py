@@ -457,3 +457,15 @@ def server_words(exc: BaseException) -> str:
     one_line = " ".join(text.split())
     sqlstate = getattr(exc, "sqlstate", None)
     return f"{sqlstate}: {one_line}" if sqlstate else one_line
+
+
+class IdentityOutsideRule(SourceError):
+    """The database answered an identity the registry's rule refuses (a NULL, a
+    value of another shape): it is not published, and the rules cannot count it."""
+
+    reason = Reason.UNREGISTERED_VALUE
+
+    def __init__(self, value: object, rule: str) -> None:
+        self.value = value
+        self.rule = rule
+        super().__init__(f"database identity {value!r} does not match the registered rule {rule}")

@@ -9,6 +9,7 @@ from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
+from exporter.identity import DatabaseIdentity
 from exporter.replica import ReplayLag
 from exporter.scrape import Exporter
 from exporter.settings import Settings
@@ -91,5 +92,8 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
         for name in settings.signals
     ]
     reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
-    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
-    return Exporter(caches, sources, timeouts, catalog.registry, lag)
+    lag, identity = None, None
+    if sources.postgres is not None and reads_postgres:
+        lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock)
+        identity = DatabaseIdentity(sources.postgres, settings.ttl, timeouts, clock)
+    return Exporter(caches, sources, timeouts, catalog.registry, lag, identity)
