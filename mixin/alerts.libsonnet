@@ -42,7 +42,7 @@ local lib = import 'lib.libsonnet';
   // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
   // read when the alert is sent: one word per reason, whatever the replicas.
   local failureReasons =
-    '{{ with printf `max by (reason) (orpycamcp_signal_failure_info%s)` (or $labels.%s ".*") $labels.signal | query }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [
+    '{{ with printf `max by (reason) (orpycamcp_signal_failure_info%s)` (or $labels.%s ".*") $labels.signal | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [
       q(lib.selector(c, [cl + '=~%q', 'signal=%q'])),
       cl,
     ],
@@ -171,7 +171,7 @@ local lib = import 'lib.libsonnet';
                 '{{ with printf `%s` | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:clusters:count' + rec),
                 '{{ with printf `%s` $labels.signal | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:signal_measured_clusters:count' + lib.recorded(c, ['signal=%q'])),
               ],
-              'Not measured now: {{ range $i, $d := printf `%s` $labels.signal | query }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ with $d.Labels.%s }} (%s {{ . }}){{ end }}{{ else }}none{{ end }}.' % [
+              'Not measured now: {{ range $i, $d := printf `%s` $labels.signal | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ with $d.Labels.%s }} (%s {{ . }}){{ end }}{{ else }}none{{ end }}.' % [
                 q('group by (%(id)s, %(cl)s) (%(latest)s) and on (%(id)s) (group by (%(id)s) %(known)s unless on (%(id)s) %(measured)s)' % {
                   id: id,
                   cl: cl,
@@ -180,11 +180,12 @@ local lib = import 'lib.libsonnet';
                   measured: $.measuredDatabases('signal=%q'),
                 }),
                 id,
+                id,
                 cl,
                 cl,
               ],
-              'Targets without a database identity: {{ range $i, $t := printf `%s` | query }}{{ if $i }}, {{ end }}{{ $t.Labels.instance }}{{ else }}none{{ end }}.' % q(std.strReplace($.unidentifiedTargets, '\n', ' ')),
-              'Cluster label values over several databases: {{ range $i, $s := printf `%s` | query }}{{ if $i }}, {{ end }}{{ $s.Labels.%s }}{{ else }}none{{ end }}.' % [q($.sharedClusterLabel), cl],
+              'Targets without a database identity: {{ range $i, $t := printf `%s` | query | sortByLabel "instance" }}{{ if $i }}, {{ end }}{{ $t.Labels.instance }}{{ else }}none{{ end }}.' % q(std.strReplace($.unidentifiedTargets, '\n', ' ')),
+              'Cluster label values over several databases: {{ range $i, $s := printf `%s` | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $s.Labels.%s }}{{ else }}none{{ end }}.' % [q($.sharedClusterLabel), cl, cl],
             ]),
             forDuration=c.platformTotalUnknownFor,
           ),
@@ -211,7 +212,7 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpDatabaseUnidentified', 'warning', 'database',
             $.unidentifiedTargets,
             'An exporter target has not reported which database it measures; every platform total is absent.',
-            'Target {{ $labels.instance }} of job {{ $labels.job }}%s has reported no orpycamcp_database_identity_info within %s, so its values cannot be counted in the platform totals, which are absent. Reason now: {{ with printf `%s` $labels.instance | query }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}target down or none reported{{ end }}.' % [
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s has reported no orpycamcp_database_identity_info within %s, so its values cannot be counted in the platform totals, which are absent. Reason now: {{ with printf `%s` $labels.instance | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}target down or none reported{{ end }}.' % [
               commaCluster,
               lib.words(c.databaseMemory),
               q('max by (reason) (orpycamcp_database_identity_failure_info%s)' % lib.selector(c, ['instance=%q'])),
@@ -222,11 +223,12 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpClusterLabelSharedByDatabases', 'warning', 'database',
             $.sharedClusterLabel,
             'One cluster label value names several databases; every platform total is absent.',
-            'The targets of job {{ $labels.job }} with %s="{{ $labels.%s }}" measure {{ $value }} databases: {{ range $i, $d := printf `%s` $labels.%s | query }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ end }}. Alerts, routing and inhibitions by that label would mix them, so every platform total is absent: give each database its own %s value.' % [
+            'The targets of job {{ $labels.job }} with %s="{{ $labels.%s }}" measure {{ $value }} databases: {{ range $i, $d := printf `%s` $labels.%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ end }}. Alerts, routing and inhibitions by that label would mix them, so every platform total is absent: give each database its own %s value.' % [
               cl,
               cl,
               q('group by (%s) (%s and ignoring (%s) %s)' % [id, lib.latestIdentity + lib.selector(c, [cl + '=%q']), id, up]),
               cl,
+              id,
               id,
               cl,
             ],
@@ -236,11 +238,12 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpDatabaseUnderSeveralClusterLabels', 'warning', 'database',
             'count by (%s, %s) (%s) > 1' % [k, id, $.databasesScraped],
             'One database is scraped under several cluster label values.',
-            'Database {{ $labels.%s }} is measured by targets of job {{ $labels.job }} labelled %s {{ range $i, $s := printf `%s` $labels.%s | query }}{{ if $i }}, {{ end }}"{{ $s.Labels.%s }}"{{ end }}: its replicas still merge by identity and the totals count it once, but its alerts fire once per label value. Give all its targets one value.' % [
+            'Database {{ $labels.%s }} is measured by targets of job {{ $labels.job }} labelled %s {{ range $i, $s := printf `%s` $labels.%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}"{{ $s.Labels.%s }}"{{ end }}: its replicas still merge by identity and the totals count it once, but its alerts fire once per label value. Give all its targets one value.' % [
               id,
               cl,
               q('group by (%s) (%s and ignoring (%s) %s)' % [cl, lib.latestIdentity + lib.selector(c, [id + '=%q']), id, up]),
               id,
+              cl,
               cl,
             ],
             forDuration=c.clusterLabelConflictFor,
