@@ -22,9 +22,10 @@ import asyncio
 import logging
 
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.errors import IdentityOutsideRule, Reason
+from exporter.errors import IdentityOutsideRule
 from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.outcomes import classify
+from exporter.reasons import Reason
 from exporter.samples import Sample
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts

@@ -220,6 +220,16 @@ local lib = import 'lib.libsonnet';
             forDuration=c.databaseUnidentifiedFor,
           ),
           alert(
+            'OrpycamcpDatabaseIdentityUnreadable', 'warning', 'database',
+            |||
+              orpycamcp_database_identity_failure_info%(sel)s == 1
+                unless ignoring (reason) %(unidentified)s
+            ||| % { sel: lib.selector(c), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
+            'An exporter replica cannot read which database it measures; its values count in no platform total.',
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [commaCluster, lib.words(c.databaseUnidentifiedFor)],
+            forDuration=c.databaseUnidentifiedFor,
+          ),
+          alert(
             'OrpycamcpClusterLabelSharedByDatabases', 'warning', 'database',
             $.sharedClusterLabel,
             'One cluster label value names several databases; every platform total is absent.',

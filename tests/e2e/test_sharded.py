@@ -285,7 +285,9 @@ def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> N
     assert by_labels(prom, "orpycamcp:clusters:count", "job") == {"orpycamcp-exporter": 2.0}
     east_pending = by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="east"}', "origin_group")
     assert east_pending == pending((EAST,))
-    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="west"}', "origin_group") == pending((WEST,))
+    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="west"}', "origin_group") == pending(
+        (WEST,)
+    )
     assert pending((EAST,)) != pending(SHARDS), "the fixtures must make the total differ from one cluster"
     # The replicas of a cluster are one series per family label set, not one per pod.
     assert series_count(prom, 'up{orpycamcp_cluster="east"}') == REPLICAS
@@ -312,7 +314,9 @@ def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> N
         for replica in range(REPLICAS)
         for signal in ("dlq", "preservation")
     }
-    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="east"}', "origin_group") == pending((EAST,))
+    assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="east"}', "origin_group") == pending(
+        (EAST,)
+    )
     assert by_labels(prom, 'orpycamcp:dlq_pending_events:max{orpycamcp_cluster="west"}', "origin_group") == {}
     assert by_labels(prom, 'orpycamcp:signal_measured_clusters:count{signal="dlq"}', "signal") == {"dlq": 1.0}
 
