@@ -413,7 +413,7 @@ function(c)
         height=6,
       ),
       g.table(
-        51,
+        54,
         'Database per replica',
         'The database each exporter target measures, read from the database itself (orpycamcp_database_identity_info: <system identifier>/<database OID>, the same on a primary and its standbys), or why it cannot be read now (orpycamcp_database_identity_failure_info). The rules merge replicas and count the platform\'s databases by it.',
         'none',
