@@ -62,6 +62,14 @@ local lib = import 'lib.libsonnet';
   local valueAlert(name, severity, signal, expr, forDuration, summary, description) =
     alert(name, severity, 'value', expr, summary, description, { signal: signal }, forDuration, keepFiring=true),
 
+  // An alert about the one Redis bus: it reads the per-bus records
+  // (`orpycamcp:<stream family>:max`, rules.libsonnet's busRule: merged over
+  // every target of the deployment, never by cluster or database), so it fires
+  // once per bus however many clusters read it. A new stream family: add it to
+  // families.libsonnet, record it with busRule, alert with busAlert.
+  local busAlert(name, severity, expr, forDuration, summary, description) =
+    valueAlert(name, severity, 'streams', expr, forDuration, summary, description),
+
   // A declared backlog is a signal of its own, named like the backlog.
   local backlogSignal(expr) = 'label_replace(%s, "signal", "$1", "backlog", "(.+)")' % expr,
   local backlogAlert(name, expr, forDuration, summary, description) =
@@ -343,15 +351,15 @@ local lib = import 'lib.libsonnet';
         rules: [
           // The reclaim sweep (every 30 s, min idle 60 s, 5 deliveries) clears
           // a stuck message within about 2.5 minutes.
-          valueAlert(
-            'OrpycamcpStreamPendingTooOld', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpStreamPendingTooOld', 'warning',
             'time() - orpycamcp:stream_oldest_pending_timestamp_seconds:max > %d' % lib.seconds(c.streamPendingAge),
             c.streamPendingTooOldFor,
             'A consumer group holds a pending message older than the reclaim window.',
             'The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s); the reclaim sweep should have cleared it within about 2.5 minutes.' % c.streamPendingAge,
           ),
-          valueAlert(
-            'OrpycamcpStreamPendingAgeUnknown', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpStreamPendingAgeUnknown', 'warning',
             |||
               orpycamcp:stream_pending_messages:max > 0
               unless orpycamcp:stream_oldest_pending_timestamp_seconds:max
@@ -360,8 +368,8 @@ local lib = import 'lib.libsonnet';
             'A consumer group has pending messages but the age of the oldest is unknown.',
             'Group {{ $labels.group }} on stream {{ $labels.stream }} reports {{ $value }} pending messages but no oldest-pending timestamp, so their age cannot be checked.',
           ),
-          valueAlert(
-            'OrpycamcpDeadletterStreamGrowing', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpDeadletterStreamGrowing', 'warning',
             |||
               orpycamcp:deadletter_stream_entries:max
                 > orpycamcp:deadletter_stream_entries:max offset %s
@@ -371,8 +379,8 @@ local lib = import 'lib.libsonnet';
             'Dead-letter stream {{ $labels.stream }} holds {{ $value }} entries, more than %s ago: messages are failing after every delivery attempt.' % lib.words(c.deadletterStreamGrowthWindow),
           ),
           // Streams are trimmed at 30 days.
-          valueAlert(
-            'OrpycamcpDeadletterStreamEntriesTooOld', 'info', 'streams',
+          busAlert(
+            'OrpycamcpDeadletterStreamEntriesTooOld', 'info',
             'time() - orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max > %d' % lib.seconds(c.deadletterStreamEntriesAge),
             c.deadletterStreamEntriesTooOldFor,
             'A dead-letter stream holds entries older than the 30-day trim horizon.',
