@@ -79,6 +79,7 @@ async def test_the_same_identity_directly_and_through_pgbouncer_in_both_pool_mod
     assert await identity_on_page(session) == [want]
     transaction = bouncers["transaction"].url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
     assert await identity_on_page(transaction, pool_mode="transaction") == [want]
+    print(f"\ndirect, PgBouncer session, PgBouncer transaction: {want}")
 
 
 @pytest.mark.anyio
@@ -107,6 +108,7 @@ async def test_a_standby_and_a_multi_host_url_give_the_primary_identity(pair: Pa
     for attrs in ("standby", "primary", "any"):
         url = pair.hosts(pair.standby, pair.primary, user=EXPORTER_ROLE, attrs=attrs)
         assert await identity_on_page(url) == [want], attrs
+    print(f"\nprimary, hot standby, multi-host (standby, primary, any): {want}")
 
 
 @contextlib.asynccontextmanager
