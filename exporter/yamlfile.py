@@ -84,7 +84,7 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     )
     if len(node.value) > _MAX_INT_TEXT:
         raise too_large
-    value: int = loader.construct_yaml_int(node)  # type: ignore[no-untyped-call]
+    value: int = loader.construct_yaml_int(node)
     if not -(1 << INT_BITS) <= value < 1 << INT_BITS:
         raise too_large
     return value
