@@ -47,7 +47,7 @@ from enum import StrEnum
 import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock, Timer
-from exporter.errors import SessionNotKept, TenantListUnreadable, server_words
+from exporter.errors import ContractViolation, SessionNotKept, TenantListUnreadable, server_words
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
 from exporter.replication import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
@@ -65,7 +65,12 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.InsufficientPrivilegeError,
     asyncpg.exceptions.UndefinedColumnError,
 )
-ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+# A NULL provisioning_status (NOT NULL in the contract) is read too: that tenant
+# may be active, so no sum over the others can be presented as complete.
+ACTIVE_TENANTS_SQL = (
+    "SELECT slug, provisioning_status IS NULL AS unstated FROM public.tenants"
+    " WHERE provisioning_status = 'active' OR provisioning_status IS NULL ORDER BY slug"
+)
 ROLLBACK_SQL = "ROLLBACK"
 # Server errors after which the connection is of no further use: the server
 # ends the session (shutdown, crash, a connection failure).
@@ -503,6 +508,13 @@ class Postgres:
             rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
+        unstated = sum(1 for row in rows if row["unstated"])
+        if unstated:
+            raise ContractViolation(
+                "tenants",
+                "public.tenants.provisioning_status",
+                f"NULL for {unstated} tenant(s): is each active or not?",
+            )
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(
