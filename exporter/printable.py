@@ -36,3 +36,8 @@ def shortened(text: str, limit: int = SHOWN_CHARACTERS) -> str:
     if len(text) <= limit:
         return printable(text)
     return f"{printable(text[:limit])}... ({len(text):,} characters)"
+
+
+def quoted(value: object, limit: int = SHOWN_CHARACTERS) -> str:
+    """A data value (a label value, a Redis reply) as a message quotes it: its repr, shortened."""
+    return shortened(repr(value), limit)
