@@ -135,7 +135,9 @@ def _parse(url: str) -> RedisTarget:
     userinfo, at, hostlist = parts.netloc.rpartition("@")
     username, password = _credentials(userinfo) if at else (None, None)
     query = _query(parts.query)
-    unreadable = url_secrets.ambiguity(url, KNOWN_PARAMETERS)
+    # Nothing may follow a password in a Redis query: a ?db= there could be the
+    # password's tail, and the database is shown in messages and logs.
+    unreadable = url_secrets.ambiguity(url, frozenset())
     if unreadable is not None:
         raise _Refusal(unreadable)
     _check_parameters(query, kind)

@@ -156,6 +156,8 @@ def ambiguity(url: str, parameters: Collection[str]) -> str | None:
     for pair in query.split("&"):
         key, eq, _value = pair.partition("=")
         name = urllib.parse.unquote_plus(key)
+        if after_credential and not parameters:
+            return f"the query goes on after a password, which may go on there: put it last in the query, or {ENCODE}"
         if after_credential and (not eq or name not in parameters):
             return (
                 "the query holds text after a password that is not a known parameter, so the password may"
