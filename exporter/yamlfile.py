@@ -90,7 +90,21 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return value
 
 
+def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """A string, refused when it holds a lone surrogate ("\\ud800"): no page, log or
+    message could be written in UTF-8 with it."""
+    value = loader.construct_scalar(node)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise yaml.constructor.ConstructorError(
+            None, None, "a string with a lone surrogate escape (not Unicode text)", node.start_mark
+        ) from None
+    return value
+
+
 _PlainLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_PlainLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 _PlainLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 

@@ -69,6 +69,8 @@ def test_control_characters_in_an_error_are_escaped() -> None:
         ("a: 2024-02-30\n", "not a valid timestamp"),
         ("a: !!int abc\n", "not a valid int"),
         ("a: !!map x\n", "not a valid map"),
+        ('a: "\\ud800"\n', "lone surrogate"),
+        ('"\\udc00": 1\n', "lone surrogate"),
     ],
 )
 def test_what_pyyaml_would_crash_on_is_one_refusal(document: str, problem: str) -> None:
