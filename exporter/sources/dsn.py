@@ -17,6 +17,7 @@ import inspect
 import os
 import re
 import ssl
+import stat
 import urllib.parse
 import warnings
 from collections.abc import Mapping
@@ -228,12 +229,18 @@ def _check_files(pairs: list[tuple[str, str, str]], env: Mapping[str, str]) -> N
     for key, path in given.items():
         if not path:
             continue
+        # The path is not repeated: after a password left unencoded in the
+        # query, "&sslrootcert=..." may be the rest of that password.
+        if "\x00" in path:
+            raise InvalidDatabaseUrl(f"the file {key} names holds a NUL character")
         try:
+            # Not opened before it is known to be a file: a FIFO would block the open.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                # A device (/dev/zero) would be read forever when the driver loads it.
+                raise InvalidDatabaseUrl(f"the file {key} names is not a regular file")
             with open(path, "rb"):
                 pass
         except OSError as exc:
-            # The path is not repeated: after a password left unencoded in the
-            # query, "&sslrootcert=..." may be the rest of that password.
             raise InvalidDatabaseUrl(f"the file {key} names cannot be read: {exc.strerror}") from None
 
 
