@@ -63,7 +63,7 @@ def test_unreachable_database() -> None:
     assert done.returncode == 1
     assert "connection_error" in done.stdout
     assert "topsecret" not in done.stdout + done.stderr
-    assert "u:***@" in done.stdout
+    assert "postgresql://***@127.0.0.1:9/db" in done.stdout
 
 
 def test_check_config() -> None:
