@@ -6,8 +6,8 @@ it quotes nothing that may be a secret (quotes, secret_texts).
 
 A password left unencoded can swallow what follows it, or be swallowed by it:
 `?password=ab#cd` loses `#cd` as a fragment, `?password=ab&cd=ef` reads `cd`
-as another parameter. So what a message shows stops where the URL stops being
-readable one way: at a `#`, and at whatever follows a credential in the query.
+as another parameter. Such URLs are refused (ambiguity), and no message shows
+a query, a fragment, a user or a password: only what parsed one way.
 """
 
 from __future__ import annotations
