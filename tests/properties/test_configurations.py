@@ -14,6 +14,7 @@ import asyncio
 import copy
 import json
 import signal
+import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ import h11
 import httpx
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -113,12 +114,35 @@ def replaced(document: Any, path: tuple[Any, ...], value: Any) -> Any:
     return changed
 
 
+def _at(document: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        document = document[step]
+    return document
+
+
+def _alike(value: Any) -> st.SearchStrategy[Any]:
+    """Values of the same kind as `value`: a name for a name, a number for a number,
+    one more item for a list; what a careless edit makes, often still accepted."""
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.integers(min_value=-(2**70), max_value=2**70)
+    if isinstance(value, str):
+        return st.one_of(st.text(max_size=20), st.text(alphabet=string.ascii_lowercase + "_.-", min_size=1))
+    if isinstance(value, list):
+        return st.lists(st.text(max_size=12), min_size=1, max_size=3).map(lambda more: [*value, *more])
+    return VALUES
+
+
 @st.composite
 def documents(draw: st.DrawFn, base: dict[str, Any]) -> str:
-    """The base document with one value replaced, as YAML text; sometimes with YAML
-    text spliced in where that value was."""
+    """The base document with one value replaced, as YAML text: by one of its kind
+    (often accepted), by any value, or by YAML text spliced in where it was."""
     path = draw(st.sampled_from(list(paths(base))))
-    if draw(st.booleans()):
+    how = draw(st.sampled_from(["alike", "any", "splice"]))
+    if how == "alike":
+        return yaml.safe_dump(replaced(base, path, draw(_alike(_at(base, path)))), allow_unicode=True)
+    if how == "any":
         return yaml.safe_dump(replaced(base, path, draw(VALUES)), allow_unicode=True)
     marker = "SPLICED-HERE"
     text = yaml.safe_dump(replaced(base, path, marker), allow_unicode=True, width=1 << 20)
@@ -209,6 +233,7 @@ def test_a_declarations_file_loads_into_what_serve_renders_or_is_refused_in_one_
     path = directory / "backlogs.yml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     settings = loaded({**SOURCES, "backlogs_file": str(path)})
+    event("loaded" if settings is not None else "refused")
     if settings is not None:
         page = served_page(settings)
         for backlog in settings.backlogs:
@@ -221,6 +246,7 @@ def test_a_web_config_loads_into_an_app_that_answers_or_is_refused_in_one_line(d
     path = directory / "web.yml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     settings = loaded({**SOURCES, "signals": "audit_chain", "web_config_file": str(path)})
+    event("loaded" if settings is not None else "refused")
     if settings is not None:
         asyncio.run(first_requests(settings))
 

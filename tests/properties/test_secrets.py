@@ -27,7 +27,7 @@ from typing import NamedTuple
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from exporter import logs
@@ -222,6 +222,7 @@ def outputs(given: Given, directory: Path) -> str:
         try:
             settings = load({**given.values, "deadline": "2"}, given.env)
         except ConfigError as exc:
+            event("refused at start")
             return _refusal(exc)
         printed = [settings.summary("127.0.0.1:9874")]
         if settings.database_url is not None:
@@ -229,6 +230,7 @@ def outputs(given: Given, directory: Path) -> str:
         if settings.redis_url is not None:
             printed.append(f"Redis {shown(settings.redis_url)}: {parse_redis_url(settings.redis_url).describe()}")
         if _only_local(settings):
+            event("served")
             printed.append(asyncio.run(_serve_once(settings)))
         return "\n".join([*printed, *logged.lines])
 
