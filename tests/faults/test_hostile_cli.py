@@ -77,7 +77,7 @@ def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cli")
 
 
-@few(fast=6, ci=20)
+@few(fast=6, ci=12)
 @given(text=documents(DECLARATIONS))
 def test_check_config_and_serve_agree_on_a_declarations_file(directory: Path, text: str) -> None:
     path = directory / "backlogs.yml"
@@ -85,7 +85,7 @@ def test_check_config_and_serve_agree_on_a_declarations_file(directory: Path, te
     assert_agree("--backlogs.config-file", path)
 
 
-@few(fast=6, ci=20)
+@few(fast=6, ci=12)
 @given(text=documents(WEB))
 def test_check_config_and_serve_agree_on_a_web_config(directory: Path, text: str) -> None:
     path = directory / "web.yml"
@@ -106,7 +106,7 @@ def printed(url: str) -> str:
     return checked.stdout + checked.stderr + diagnosed.stdout + diagnosed.stderr
 
 
-@few(fast=6, ci=20)
+@few(fast=6, ci=12)
 @given(password=PASSWORDS.filter(lambda password: "\x00" not in password), form=st.sampled_from(["user", "query"]))
 def test_check_config_and_diagnose_print_no_piece_of_a_password(password: str, form: str) -> None:
     def url(secret: str) -> str:
