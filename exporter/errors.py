@@ -398,3 +398,15 @@ class ConnectNotGranted(SourceError):
         self.role = role
         self.database = database
         super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
+
+
+class IdentityOutsideRule(SourceError):
+    """The database answered an identity the registry's rule refuses (a NULL, a
+    value of another shape): it is not published, and the rules cannot count it."""
+
+    reason = Reason.UNREGISTERED_VALUE
+
+    def __init__(self, value: object, rule: str) -> None:
+        self.value = value
+        self.rule = rule
+        super().__init__(f"database identity {value!r} does not match the registered rule {rule}")

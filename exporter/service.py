@@ -11,6 +11,7 @@ from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.exporter import Exporter
+from exporter.identity import DatabaseIdentity
 from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
@@ -99,5 +100,8 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
         for name in settings.signals
     ]
     reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
-    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
-    return Exporter(caches, sources, timeouts, catalog.registry, lag)
+    lag, identity = None, None
+    if sources.postgres is not None and reads_postgres:
+        lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock)
+        identity = DatabaseIdentity(sources.postgres, settings.ttl, timeouts, clock)
+    return Exporter(caches, sources, timeouts, catalog.registry, lag, identity)
