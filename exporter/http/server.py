@@ -117,14 +117,12 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
             "TLS to Redis accepts any certificate and host name (--redis.tls-insecure-skip-verify):"
             " a server impersonating Redis would be read as Redis"
         )
-    # uvicorn handles SIGINT/SIGTERM itself once running (in-flight requests
-    # finish, then the lifespan closes the pool) and re-raises the signal once
-    # done: this handler makes that re-raise a no-op so a requested shutdown exits
-    # 0, and a signal that comes before uvicorn's handlers stops it all the same.
-    stopped = _stopper(server)
+    # uvicorn handles SIGINT/SIGTERM itself (in-flight requests finish, then the
+    # lifespan closes the pool) and re-raises the signal once done: make that
+    # re-raise a no-op so a requested shutdown exits 0.
     handlers: dict[int, Callable[[int, FrameType | None], Any]] = {
-        signal.SIGINT: stopped,
-        signal.SIGTERM: stopped,
+        signal.SIGINT: _stopper(server),
+        signal.SIGTERM: _stopper(server),
         signal.SIGHUP: _reloader(source),
         **{sig: _ignored for sig in IGNORED_SIGNALS},
     }
@@ -143,10 +141,12 @@ def _name(signum: int) -> str:
 
 
 def _stopper(server: uvicorn.Server) -> Callable[[int, FrameType | None], None]:
+    """The handler in force outside uvicorn's own: a stop asked before uvicorn took
+    the signals (while it starts) is kept, and uvicorn exits once started."""
+
     def stopped(signum: int, frame: FrameType | None) -> None:
-        log.info("stopped by signal %s", _name(signum))
-        # Before uvicorn runs its main loop: it starts, sees this and shuts down at once.
         server.should_exit = True
+        log.info("stopped by signal %s", _name(signum))
 
     return stopped
 
