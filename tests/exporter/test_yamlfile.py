@@ -169,3 +169,27 @@ def test_64_bit_integers_and_nesting_to_the_limit_are_read() -> None:
     assert parse_yaml(f"a: {(1 << 63) - 1}\nb: {-(1 << 63)}\n") == {"a": (1 << 63) - 1, "b": -(1 << 63)}
     depth = MAX_DEPTH - 1  # the top-level mapping is one level
     assert parse_yaml("a: " + "[" * (depth - 1) + "]" * (depth - 1) + "\n") is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1), None),  # the mapping and its lists: the limit
+        ("a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH, f"nested deeper than {MAX_DEPTH} levels"),
+        ("a: 2024-02-30", "a value that is not a valid timestamp"),
+        ("? [a]\n: 1", "a mapping key is a list or a mapping: keys are names"),
+        (f"a: {2**63 - 1}", None),
+        (f"a: {-(2**63)}", None),
+        (f"a: {2**63}", "an integer outside the 64-bit range (-2^63 to 2^63-1)"),
+        (f"a: {-(2**63) - 1}", "an integer outside the 64-bit range (-2^63 to 2^63-1)"),
+        ('a: "\\ud800"', "a string with a lone surrogate escape (not Unicode text)"),
+    ],
+)
+def test_each_refusal_names_its_line(text: str, problem: str | None) -> None:
+    document = "x: 1\n" + text + "\n"  # the value on line 2
+    if problem is None:
+        assert parse_yaml(document)["x"] == 1  # type: ignore[index]
+        return
+    with pytest.raises(YamlError) as caught:
+        parse_yaml(document)
+    assert str(caught.value) == f"refused (line 2): {problem}"
