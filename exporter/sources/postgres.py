@@ -9,9 +9,9 @@ Tenant schemas are read in batches, one statement each.
 
 Every statement runs in a transaction of its own that carries its guarantees
 with it: `BEGIN READ ONLY` and `SET LOCAL` of the statement and lock timeouts,
-no parallel workers, no JIT, TimeZone UTC, sent as one simple-query message (one round
-trip), then the statement, then COMMIT, which releases the locks of its tables
-before the next one. Nothing is set for the session (only `application_name`
+no parallel workers, no JIT, TimeZone UTC, generic plans, sent as one
+simple-query message (one round trip), then the statement, then COMMIT, which
+releases the locks of its tables before the next one. Nothing is set for the session (only `application_name`
 at connect, which every pooler accepts), so the guarantees hold whatever road
 leads to the server: directly, or through a session or a transaction pooler.
 
@@ -125,7 +125,11 @@ def transaction_opening(timeouts: Timeouts) -> str:
         # A timestamp without time zone compared with now() (declared arrivals) is read as UTC.
         " SET LOCAL TimeZone = 'UTC';"
         # A large batch can cross jit_above_cost; compiling it costs more than running it.
-        " SET LOCAL jit = off"
+        " SET LOCAL jit = off;"
+        # A statement binding values (a declared backlog's pending values) would
+        # otherwise be planned anew for its first 5 runs on every connection;
+        # the plans do not depend on those values.
+        " SET LOCAL plan_cache_mode = force_generic_plan"
     )
 
 
