@@ -15,7 +15,14 @@ Then `--rounds` rounds alternating (the order turns each round):
   SQL), named prepared statements, two connections with the session settings
   set at connect, refreshed as often;
 - with `--before`, **before**: the exporter as it was before generic plans
-  (its transactions without `plan_cache_mode`), for the comparison.
+  (its transactions without `plan_cache_mode`), for the comparison;
+- with `--framed`, **framed floor**: the floor with each statement in the
+  exporter's transaction framing (`BEGIN READ ONLY; SET LOCAL ...` as one
+  message, the statement, `COMMIT`), which tells the framing's share of the
+  difference from the rest.
+
+With `--no-backlog`, the exporter reads dlq, preservation and audit_chain only,
+and the floors the first two.
 
 Printed per major: the steady refresh (refreshes 7 on, medians over every
 round) and its ratio to the floor's; refreshes 1 to 6 of a new connection
@@ -61,7 +68,8 @@ from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import load
 from exporter.signals import backlog, dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres, transaction_opening
+from exporter.timeouts import Timeouts
 from registry.backlogs import PENDING_ITEMS
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
 
@@ -70,7 +78,8 @@ EXPORTER_PASSWORD = "bench-majors-exporter"  # noqa: S105 -- a throwaway server'
 EXPORTER_APP = "orpycamcp-exporter"
 FLOOR_APP = "bench-floor"
 FLOOR_BATCH = 250
-SIGNALS = "dlq,preservation,audit_chain,kyc_dead_letters"
+DEFAULT_SIGNALS = "dlq,preservation,audit_chain"
+SIGNALS = DEFAULT_SIGNALS + ",kyc_dead_letters"
 KYC = example_backlogs("kyc_dead_letters")
 FIRST_SIX = 6
 PLAN_RUNS = 8
@@ -125,25 +134,32 @@ class MajorFigures:
     correct: bool
 
 
-def floor_sql(schemas: Sequence[str]) -> list[str]:
+def floor_sql(schemas: Sequence[str], backlogs: bool) -> list[str]:
     kyc = parse_backlogs(KYC, "bench")[0]
-    return [
-        dlq.batch_sql(schemas),
-        preservation.batch_sql(schemas),
-        backlog.batch_sql(kyc, "\"status\" = 'pending'", schemas),
-    ]
+    statements = [dlq.batch_sql(schemas), preservation.batch_sql(schemas)]
+    if backlogs:
+        statements.append(backlog.batch_sql(kyc, "\"status\" = 'pending'", schemas))
+    return statements
 
 
-async def floor_lane(connection: asyncpg.Connection, prepared: dict[str, Any], batches: list[list[str]]) -> None:
+async def floor_lane(
+    connection: asyncpg.Connection, prepared: dict[str, Any], batches: list[list[str]], backlogs: bool, framing: str
+) -> None:
     for batch in batches:
-        for sql in floor_sql(batch):
+        for sql in floor_sql(batch, backlogs):
             statement = prepared.get(sql)
+            if framing:
+                await connection.execute(framing)
             if statement is None:
                 statement = prepared[sql] = await connection.prepare(sql, name=f"floor_{len(prepared)}")
             await statement.fetch()
+            if framing:
+                await connection.execute("COMMIT")
 
 
-async def run_floor(url: str, refreshes: int) -> Run:
+async def run_floor(url: str, refreshes: int, backlogs: bool, framed: bool) -> Run:
+    """The floor; `framed`: each statement in the exporter's transaction framing."""
+    framing = transaction_opening(Timeouts(deadline=10.0)) if framed else ""
     settings = {
         "application_name": FLOOR_APP,
         "default_transaction_read_only": "on",
@@ -163,8 +179,8 @@ async def run_floor(url: str, refreshes: int) -> Run:
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2
             await asyncio.gather(
-                floor_lane(connections[0], prepared[0], slices[:half]),
-                floor_lane(connections[1], prepared[1], slices[half:]),
+                floor_lane(connections[0], prepared[0], slices[:half], backlogs, framing),
+                floor_lane(connections[1], prepared[1], slices[half:], backlogs, framing),
             )
             walls.append(time.monotonic() - started)
         anon = [round(proc_status(c.get_server_pid()).get("RssAnon", 0), 1) for c in connections]
@@ -174,10 +190,10 @@ async def run_floor(url: str, refreshes: int) -> Run:
     return Run(walls, anon)
 
 
-def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool) -> Exporter:
+def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool, backlogs: bool = True) -> Exporter:
     options = {
         "database_url": url,
-        "signals": SIGNALS,
+        "signals": SIGNALS if backlogs else DEFAULT_SIGNALS,
         "backlogs_file": backlogs_file,
         "deadline": str(deadline),
         "ttl": str(2 * deadline),
@@ -194,12 +210,13 @@ def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool) -
     return exporter
 
 
-def totals_check(tenants: int) -> Callable[[Exporter], bool]:
+def totals_check(tenants: int, backlogs: bool) -> Callable[[Exporter], bool]:
     want = {
         ("dlq", DLQ_PENDING.name): sum(expected_totals(1, tenants).pending.values()),
         ("preservation", PRESERVATION_EXHAUSTED.name): sum(expected_totals(1, tenants).exhausted.values()),
-        ("kyc_dead_letters", PENDING_ITEMS): sum(expected_queue_totals(1, tenants).pending.values()),
     }
+    if backlogs:
+        want[("kyc_dead_letters", PENDING_ITEMS)] = sum(expected_queue_totals(1, tenants).pending.values())
 
     def check(exporter: Exporter) -> bool:
         for (signal, family), total in want.items():
@@ -214,10 +231,11 @@ def totals_check(tenants: int) -> Callable[[Exporter], bool]:
 
 
 async def run_exporter(
-    url: str, admin_url: str, backlogs_file: str, refreshes: int, deadline: float, generic: bool, tenants: int
+    url: str, admin_url: str, backlogs_file: str, args: argparse.Namespace, generic: bool, tenants: int
 ) -> tuple[Run, bool]:
-    exporter = new_exporter(url, backlogs_file, deadline, generic)
-    check = totals_check(tenants)
+    refreshes, backlogs = args.refreshes, not args.no_backlog
+    exporter = new_exporter(url, backlogs_file, args.deadline, generic, backlogs)
+    check = totals_check(tenants, backlogs)
     walls: list[float] = []
     failures: list[str] = []
     correct = True
@@ -313,23 +331,27 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
         finally:
             await connection.close()
         print(f"PostgreSQL {version}: {tenants:,} tenants in {created:.0f} s, load {loadavg()}", flush=True)
-        names = ["exporter", "floor"] + (["before"] if args.before else [])
+        names = ["exporter", "floor"] + (["before"] if args.before else []) + (["framed floor"] if args.framed else [])
         subjects = {name: Subject() for name in names}
         correct = True
         load_before = loadavg()
         for number in range(args.rounds):
             order = names[number % len(names) :] + names[: number % len(names)]
             for name in order:
-                if name == "floor":
-                    run = await run_floor(url, args.refreshes)
+                if name.endswith("floor"):
+                    run = await run_floor(url, args.refreshes, not args.no_backlog, name == "framed floor")
                 else:
-                    run, ok = await run_exporter(
-                        url, admin_url, backlogs_file, args.refreshes, args.deadline, name == "exporter", tenants
-                    )
+                    run, ok = await run_exporter(url, admin_url, backlogs_file, args, name == "exporter", tenants)
                     correct = correct and ok
                 subjects[name].runs.append(run)
                 print(f"  round {number + 1} {name}: {' '.join(f'{w * 1000:.0f}' for w in run.walls)} ms", flush=True)
         load_after = loadavg()
+        plans: dict[str, dict[str, dict[str, int]]] = {}
+        log_bytes: dict[str, int] = {}
+        if args.skip_extras:
+            return MajorFigures(
+                major, version, tenants, round(created, 1), load_before, load_after, subjects, plans, log_bytes, correct
+            )
         # Plan counts need pg_stat_statements, loaded at start: after the timed rounds.
         server.stop()
         server.settings.update(
@@ -337,7 +359,7 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
         )
         server.start()
         await execute(admin_url, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        plans = {"exporter": await plan_counts(server, admin_url, url, backlogs_file, args.deadline, True)}
+        plans["exporter"] = await plan_counts(server, admin_url, url, backlogs_file, args.deadline, True)
         if args.before:
             plans["before"] = await plan_counts(server, admin_url, url, backlogs_file, args.deadline, False)
         log_bytes = await failed_batch_log(server, admin_url, url, args.deadline)
@@ -367,32 +389,31 @@ def markdown(figures: Sequence[MajorFigures]) -> str:
             f" | {', '.join(f'{m:.0f}' for m in exporter.runs[-1].backends_anon_mib)}"
             f" | {', '.join(f'{m:.0f}' for m in floor.runs[-1].backends_anon_mib)} |"
         )
-    if any("before" in one.subjects for one in figures):
+    others = [(one, name, subject) for one in figures for name, subject in one.subjects.items()]
+    others = [(one, name, subject) for one, name, subject in others if name not in ("exporter", "floor")]
+    if others:
         lines += [
             "",
-            "| PG | tenants | before: steady ms | ratio to the floor | refreshes 1-6 ms | worst of 2-6 vs steady |",
+            "| PG | tenants | subject | steady ms | vs the floor | refreshes 1-6 ms | worst of 2-6 vs steady |",
         ]
-        lines.append("|---|---:|---:|---:|---|---:|")
-        for one in figures:
-            before = one.subjects.get("before")
-            if before is not None:
-                floor = one.subjects["floor"]
-                ratio = before.steady() / floor.steady()
-                lines.append(
-                    f"| {one.version} | {one.tenants:,} | {ms(before.steady())} | {ratio:.2f}x"
-                    f" | {', '.join(ms(w) for w in before.first_six())} | {before.warm_worst():.2f}x |"
-                )
+        lines.append("|---|---:|---|---:|---:|---|---:|")
+        for one, name, subject in others:
+            ratio = subject.steady() / one.subjects["floor"].steady()
+            lines.append(
+                f"| {one.version} | {one.tenants:,} | {name} | {ms(subject.steady())} | {ratio:.2f}x"
+                f" | {', '.join(ms(w) for w in subject.first_six())} | {subject.warm_worst():.2f}x |"
+            )
     lines += ["", f"Planner runs over {PLAN_RUNS} refreshes of a fresh exporter (statements: calls, plans):", ""]
     kinds = [name for name, _ in KINDS]
     lines.append("| PG | subject | " + " | ".join(kinds) + " |")
     lines.append("|---|---|" + "---|" * len(kinds))
     for one in figures:
-        for subject, counts in one.plans.items():
+        for reader, counts in one.plans.items():
             cells = []
             for kind in kinds:
                 entry = counts.get(kind)
                 cells.append("-" if entry is None else f"{entry['statements']}: {entry['calls']}, {entry['plans']}")
-            lines.append(f"| {one.major} | {subject} | " + " | ".join(cells) + " |")
+            lines.append(f"| {one.major} | {reader} | " + " | ".join(cells) + " |")
     lines += ["", "| PG | server log from one refresh with a tenant's table dropped |", "|---|---|"]
     for one in figures:
         lines.append(
@@ -414,6 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--refreshes", type=int, default=12, help="refreshes per fresh exporter or floor (>= 7)")
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds: high, so that no refresh is cut")
     parser.add_argument("--before", action="store_true", help="also the exporter without generic plans")
+    parser.add_argument("--framed", action="store_true", help="also the floor in the exporter's transaction framing")
+    parser.add_argument("--no-backlog", action="store_true", help="dlq, preservation and audit_chain only")
+    parser.add_argument("--skip-extras", action="store_true", help="no plan counts, no failed-batch log")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     majors = [int(major) for major in args.majors.split(",")]
