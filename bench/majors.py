@@ -394,14 +394,16 @@ def markdown(figures: Sequence[MajorFigures]) -> str:
     if others:
         lines += [
             "",
-            "| PG | tenants | subject | steady ms | vs the floor | refreshes 1-6 ms | worst of 2-6 vs steady |",
+            "| PG | tenants | subject | steady ms | vs the floor | refreshes 1-6 ms | worst of 2-6 vs steady"
+            " | backends' RssAnon MiB |",
         ]
-        lines.append("|---|---:|---|---:|---:|---|---:|")
+        lines.append("|---|---:|---|---:|---:|---|---:|---|")
         for one, name, subject in others:
             ratio = subject.steady() / one.subjects["floor"].steady()
             lines.append(
                 f"| {one.version} | {one.tenants:,} | {name} | {ms(subject.steady())} | {ratio:.2f}x"
-                f" | {', '.join(ms(w) for w in subject.first_six())} | {subject.warm_worst():.2f}x |"
+                f" | {', '.join(ms(w) for w in subject.first_six())} | {subject.warm_worst():.2f}x"
+                f" | {', '.join(f'{m:.0f}' for m in subject.runs[-1].backends_anon_mib)} |"
             )
     lines += ["", f"Planner runs over {PLAN_RUNS} refreshes of a fresh exporter (statements: calls, plans):", ""]
     kinds = [name for name, _ in KINDS]
