@@ -447,22 +447,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown or args.refreshes <= FIRST_SIX:
         parser.error(f"majors from {MAJORS} (not {unknown}); --refreshes above {FIRST_SIX}")
     started = time.monotonic()
+    command = "python -m bench.majors " + " ".join(argv if argv is not None else sys.argv[1:])
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"command": command, "options": {k: str(v) for k, v in vars(args).items()}}
     figures: list[MajorFigures] = []
     with tempfile.TemporaryDirectory() as directory:
         backlogs_file = str(Path(directory) / "backlogs.yml")
         Path(backlogs_file).write_text(KYC)
         for major in majors:
             figures.append(asyncio.run(measure_major(major, args.tenants, args, backlogs_file)))
-    report = markdown(figures)
-    command = "python -m bench.majors " + " ".join(argv if argv is not None else sys.argv[1:])
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
-    header = f"{stamp} UTC, `{command.strip()}`, {time.monotonic() - started:.0f} s; pinned: {pinned_versions()}\n\n"
-    args.out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"command": command, "options": {k: str(v) for k, v in vars(args).items()}}
-    results["figures"] = [asdict(one) for one in figures]
-    (args.out / f"majors-{stamp}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (args.out / f"majors-{stamp}.md").write_text(header + report)
-    print(header + report)
+            # Written after every major: a long run that stops keeps what it measured.
+            header = f"{stamp} UTC, `{command.strip()}`, {time.monotonic() - started:.0f} s;"
+            header += f" pinned: {pinned_versions()}\n\n"
+            results["figures"] = [asdict(one) for one in figures]
+            (args.out / f"majors-{stamp}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+            (args.out / f"majors-{stamp}.md").write_text(header + markdown(figures))
+    print(header + markdown(figures))
     return 0 if all(one.correct for one in figures) else 1
 
 
