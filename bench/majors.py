@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -101,6 +102,9 @@ class Run:
     walls: list[float]  # every refresh, the first on new connections
     backends_anon_mib: list[float]
     failures: list[str] = field(default_factory=list)
+    # Per backend, from its memory contexts (14 on): everything, and the
+    # CacheMemoryContext subtree (catalog caches, cached plans and their query trees).
+    contexts_mib: list[tuple[float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -157,7 +161,51 @@ async def floor_lane(
                 await connection.execute("COMMIT")
 
 
-async def run_floor(url: str, refreshes: int, backlogs: bool, framed: bool) -> Run:
+CONTEXT_LINE = re.compile(r"level: (\d+); (?:(\S[^:]*): |\d+ more child contexts containing )(\d+) total")
+
+
+async def memory_contexts(server: LocalPostgres, admin_url: str, pids: Sequence[int]) -> list[tuple[float, float]]:
+    """Each backend's memory contexts in MiB (all, and the CacheMemoryContext
+    subtree), as the backend logs them (pg_log_backend_memory_contexts, 14 on)."""
+    log = server.base / "postgres.log"
+    found: list[tuple[float, float]] = []
+    connection = await asyncpg.connect(admin_url)
+    try:
+        if await connection.fetchval("SELECT current_setting('server_version_num')::int") < 140000:
+            return []
+        for pid in pids:
+            offset = log.stat().st_size
+            await connection.fetchval("SELECT pg_log_backend_memory_contexts($1)", pid)
+            text = ""
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                with log.open("rb") as file:
+                    file.seek(offset)
+                    text = file.read().decode(errors="replace")
+                if f"[{pid}] LOG:  Grand total" in text:
+                    break
+            lines = [line for line in text.splitlines() if f"[{pid}]" in line]
+            total = next((int(line.split("Grand total: ")[1].split()[0]) for line in lines if "Grand total" in line), 0)
+            cache, top, inside = 0, None, False
+            for line in lines:
+                match = CONTEXT_LINE.search(line)
+                if match is None:
+                    continue
+                level, name, size = int(match[1]), match[2], int(match[3])
+                top = level if top is None else top  # TopMemoryContext comes first
+                if level == top + 1:
+                    inside = name == "CacheMemoryContext"
+                if inside and level > top:
+                    cache += size
+            found.append((round(total / 2**20, 1), round(cache / 2**20, 1)))
+    finally:
+        await connection.close()
+    return found
+
+
+async def run_floor(
+    server: LocalPostgres, admin_url: str, url: str, refreshes: int, backlogs: bool, framed: bool
+) -> Run:
     """The floor; `framed`: each statement in the exporter's transaction framing."""
     framing = transaction_opening(Timeouts(deadline=10.0)) if framed else ""
     settings = {
@@ -183,11 +231,13 @@ async def run_floor(url: str, refreshes: int, backlogs: bool, framed: bool) -> R
                 floor_lane(connections[1], prepared[1], slices[half:], backlogs, framing),
             )
             walls.append(time.monotonic() - started)
-        anon = [round(proc_status(c.get_server_pid()).get("RssAnon", 0), 1) for c in connections]
+        pids = [c.get_server_pid() for c in connections]
+        anon = [round(proc_status(pid).get("RssAnon", 0), 1) for pid in pids]
+        contexts = await memory_contexts(server, admin_url, pids)
     finally:
         for connection in connections:
             await connection.close()
-    return Run(walls, anon)
+    return Run(walls, anon, contexts_mib=contexts)
 
 
 def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool, backlogs: bool = True) -> Exporter:
@@ -231,7 +281,13 @@ def totals_check(tenants: int, backlogs: bool) -> Callable[[Exporter], bool]:
 
 
 async def run_exporter(
-    url: str, admin_url: str, backlogs_file: str, args: argparse.Namespace, generic: bool, tenants: int
+    server: LocalPostgres,
+    admin_url: str,
+    url: str,
+    backlogs_file: str,
+    args: argparse.Namespace,
+    generic: bool,
+    tenants: int,
 ) -> tuple[Run, bool]:
     refreshes, backlogs = args.refreshes, not args.no_backlog
     exporter = new_exporter(url, backlogs_file, args.deadline, generic, backlogs)
@@ -249,10 +305,12 @@ async def run_exporter(
                 if outcome is not None and outcome.failure is not None:
                     failures.append(f"refresh {refresh} {name}: {outcome.failure.reason}")
             correct = correct and check(exporter)
-        anon = [backend.anon_mib for backend in await session_backends(admin_url, EXPORTER_APP)]
+        backends = await session_backends(admin_url, EXPORTER_APP)
+        anon = [backend.anon_mib for backend in backends]
+        contexts = await memory_contexts(server, admin_url, [backend.pid for backend in backends])
     finally:
         await exporter.close()
-    return Run(walls, anon, failures), correct and not failures
+    return Run(walls, anon, failures, contexts), correct and not failures
 
 
 async def plan_counts(
@@ -339,9 +397,12 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
             order = names[number % len(names) :] + names[: number % len(names)]
             for name in order:
                 if name.endswith("floor"):
-                    run = await run_floor(url, args.refreshes, not args.no_backlog, name == "framed floor")
+                    run = await run_floor(
+                        server, admin_url, url, args.refreshes, not args.no_backlog, name == "framed floor"
+                    )
                 else:
-                    run, ok = await run_exporter(url, admin_url, backlogs_file, args, name == "exporter", tenants)
+                    generic = name == "exporter"
+                    run, ok = await run_exporter(server, admin_url, url, backlogs_file, args, generic, tenants)
                     correct = correct and ok
                 subjects[name].runs.append(run)
                 print(f"  round {number + 1} {name}: {' '.join(f'{w * 1000:.0f}' for w in run.walls)} ms", flush=True)
@@ -370,6 +431,16 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
     )
 
 
+def memory(run: Run) -> str:
+    """RssAnon per backend, with its memory contexts (all / catalog caches and plans) where known."""
+    if not run.contexts_mib:
+        return ", ".join(f"{anon:.0f}" for anon in run.backends_anon_mib)
+    return ", ".join(
+        f"{anon:.0f} ({total:.0f} / {cache:.0f})"
+        for anon, (total, cache) in zip(run.backends_anon_mib, run.contexts_mib, strict=False)
+    )
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.0f}"
 
@@ -377,7 +448,8 @@ def ms(seconds: float) -> str:
 def markdown(figures: Sequence[MajorFigures]) -> str:
     lines = [
         "| PG | tenants | exporter steady ms | floor steady ms | ratio | exporter refreshes 1-6 ms"
-        " | worst of 2-6 vs steady | floor refreshes 1-6 ms | exporter backends' RssAnon MiB | floor's |",
+        " | worst of 2-6 vs steady | floor refreshes 1-6 ms"
+        " | exporter backends' RssAnon MiB (contexts / caches and plans) | floor's |",
         "|---|---:|---:|---:|---:|---|---:|---|---|---|",
     ]
     for one in figures:
@@ -386,8 +458,7 @@ def markdown(figures: Sequence[MajorFigures]) -> str:
             f"| {one.version} | {one.tenants:,} | {ms(exporter.steady())} | {ms(floor.steady())}"
             f" | {exporter.steady() / floor.steady():.2f}x | {', '.join(ms(w) for w in exporter.first_six())}"
             f" | {exporter.warm_worst():.2f}x | {', '.join(ms(w) for w in floor.first_six())}"
-            f" | {', '.join(f'{m:.0f}' for m in exporter.runs[-1].backends_anon_mib)}"
-            f" | {', '.join(f'{m:.0f}' for m in floor.runs[-1].backends_anon_mib)} |"
+            f" | {memory(exporter.runs[-1])} | {memory(floor.runs[-1])} |"
         )
     others = [(one, name, subject) for one in figures for name, subject in one.subjects.items()]
     others = [(one, name, subject) for one, name, subject in others if name not in ("exporter", "floor")]
@@ -403,7 +474,7 @@ def markdown(figures: Sequence[MajorFigures]) -> str:
             lines.append(
                 f"| {one.version} | {one.tenants:,} | {name} | {ms(subject.steady())} | {ratio:.2f}x"
                 f" | {', '.join(ms(w) for w in subject.first_six())} | {subject.warm_worst():.2f}x"
-                f" | {', '.join(f'{m:.0f}' for m in subject.runs[-1].backends_anon_mib)} |"
+                f" | {memory(subject.runs[-1])} |"
             )
     lines += ["", f"Planner runs over {PLAN_RUNS} refreshes of a fresh exporter (statements: calls, plans):", ""]
     kinds = [name for name, _ in KINDS]
