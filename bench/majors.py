@@ -59,7 +59,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.machine import execute, loadavg, proc_status, session_backends
+from bench.machine import execute, loadavg, proc_status, session_backends, session_count
 from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, pinned_versions, start_major
 from devkit.servers import LocalPostgres
@@ -240,6 +240,15 @@ async def run_floor(
     return Run(walls, anon, contexts_mib=contexts)
 
 
+async def settled(admin_url: str) -> None:
+    """Every session of the previous reader gone (its backend's memory given back), then a second of quiet."""
+    for _ in range(100):
+        if not await session_count(admin_url, EXPORTER_APP) and not await session_count(admin_url, FLOOR_APP):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)
+
+
 def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool, backlogs: bool = True) -> Exporter:
     options = {
         "database_url": url,
@@ -396,6 +405,7 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
         for number in range(args.rounds):
             order = names[number % len(names) :] + names[: number % len(names)]
             for name in order:
+                await settled(admin_url)
                 if name.endswith("floor"):
                     run = await run_floor(
                         server, admin_url, url, args.refreshes, not args.no_backlog, name == "framed floor"
