@@ -65,11 +65,12 @@ from devkit.postgres_majors import MAJORS, pinned_versions, start_major
 from devkit.servers import LocalPostgres
 from devkit.tenants import create_database, create_queues, create_tenants, expected_queue_totals, expected_totals
 from exporter.backlogs import parse_backlogs
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from exporter.service import build_exporter
 from exporter.settings import load
 from exporter.signals import backlog, dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres, transaction_opening
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres
+from exporter.sources.transaction import transaction_opening
 from exporter.timeouts import Timeouts
 from registry.backlogs import PENDING_ITEMS
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
