@@ -194,7 +194,9 @@ async def memory_contexts(server: LocalPostgres, admin_url: str, pids: Sequence[
                     continue
                 level, name, size = int(match[1]), match[2], int(match[3])
                 top = level if top is None else top  # TopMemoryContext comes first
-                if level == top + 1:
+                if level == top + 1 and name is not None:
+                    # A context of its own; "N more child contexts" lines sum
+                    # the children not listed of the context above them.
                     inside = name == "CacheMemoryContext"
                 if inside and level > top:
                     cache += size
