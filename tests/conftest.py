@@ -21,6 +21,7 @@ SLOW_TIER = (
     "tests/e2e/",
     "tests/faults/",
     "tests/exporter/sources/test_scale.py",
+    "tests/majors/",
 )
 
 
