@@ -1,6 +1,6 @@
 """The generated tables of the documentation, written between their markers:
 `python -m devkit.doctables` rewrites them after a change to the registry, the
-settings, the failure hints or the example backlogs; `tests/test_readme.py`
+settings, the failure hints, the example backlogs or a new benchmark run; `tests/test_readme.py`
 fails while any of them differs from what it generates."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from bench.current import figures_table
 from exporter.backlogs import load_backlogs
 from exporter.service import catalog_of
 from exporter.tools.reference import metrics_table, options_table, reasons_table
@@ -36,6 +37,7 @@ def declared_metrics_table() -> str:
 
 TABLES: tuple[GeneratedTable, ...] = (
     GeneratedTable(ROOT / "README.md", "metrics-table", metrics_table),
+    GeneratedTable(ROOT / "README.md", "figures-table", figures_table),
     GeneratedTable(ROOT / "docs" / "configuration.md", "options-table", options_table),
     GeneratedTable(ROOT / "docs" / "backlogs.md", "declared-metrics-table", declared_metrics_table),
     GeneratedTable(ROOT / "docs" / "runbook.md", "reasons-table", reasons_table),

@@ -12,6 +12,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import NoReturn, Protocol, TypeVar
 
 import pytest
@@ -162,8 +163,27 @@ def _serving(start: Callable[[], Server], hint: str) -> Iterator[Server]:
         server.remove()
 
 
+# A test cluster creates and drops a database per test: on a shared disk that
+# writing (and removing the cluster at the end) takes longer than the tests
+# themselves. In memory when the machine has room for it.
+MEMORY_DIRECTORY = Path("/dev/shm")  # noqa: S108 -- a private directory is made inside (mkdtemp)
+MEMORY_NEEDED = 2 << 30
+
+
+def memory_directory() -> str | None:
+    """A RAM-backed directory with room for a test cluster, or None (the temporary directory then)."""
+    try:
+        stat = os.statvfs(MEMORY_DIRECTORY)
+    except OSError:
+        return None
+    if stat.f_bavail * stat.f_frsize < MEMORY_NEEDED or not os.access(MEMORY_DIRECTORY, os.W_OK):
+        return None
+    return str(MEMORY_DIRECTORY)
+
+
 def postgres_server() -> AbstractContextManager[PostgresServer]:
-    """A private PostgreSQL 15: a container, or a cluster from the local binaries.
+    """A private PostgreSQL 15: a container, or a cluster from the local binaries (in
+    memory when there is room).
 
     Both can be stopped, killed and started again on the same port.
     """
@@ -173,7 +193,7 @@ def postgres_server() -> AbstractContextManager[PostgresServer]:
             from devkit.containers import start_container_postgres
 
             return start_container_postgres()
-        return start_postgres()
+        return start_postgres(directory=memory_directory())
 
     return _serving(start, "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.")
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import re
 
-# C0 and C1 control characters and DEL; a tab is kept only as "\t" too.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 control characters and DEL, and the line and paragraph separators
+# (U+2028, U+2029: a line break to many readers); a tab is kept only as "\t" too.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}")
 
 
 def printable(text: str) -> str:

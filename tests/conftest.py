@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 
 import pytest
 
 from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
 from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
 from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of this run
+from tests.parallel import ALONE, shared_directory, turn
 from tests.platform import Platform, create_platform
 
 # The slow tier: images and the wheel built, whole stacks end to end, the fault
@@ -29,6 +30,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.relative_to(root).as_posix().startswith(SLOW_TIER):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """Around a test's setup, call and teardown (and its timeout): its turn among the workers (tests/parallel.py)."""
+    with turn(shared_directory(item.config), alone=item.get_closest_marker(ALONE) is not None):
+        return (yield)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -74,7 +82,7 @@ def redis() -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="module")
-def module_platform(pg_server: PostgresServer) -> Platform:
+def module_platform(pg_server: PostgresServer) -> Iterator[Platform]:
     """One database with one tenant ("acme"), shared by a module's tests of a running process."""
 
     async def build() -> Platform:
@@ -82,10 +90,14 @@ def module_platform(pg_server: PostgresServer) -> Platform:
         await platform.add_tenant("acme")
         return platform
 
-    return asyncio.run(build())
+    platform = asyncio.run(build())
+    yield platform
+    asyncio.run(platform.drop())
 
 
 @pytest.fixture
-async def platform(pg_server: PostgresServer) -> Platform:
-    """A fresh database holding the reference contract and the exporter role's grants."""
-    return await create_platform(pg_server)
+async def platform(pg_server: PostgresServer) -> AsyncIterator[Platform]:
+    """A fresh database holding the reference contract and the exporter role's grants; dropped afterwards."""
+    platform = await create_platform(pg_server)
+    yield platform
+    await platform.drop()

@@ -58,6 +58,9 @@ OTHER_TOOLS_FLAGS = {
     "--upgrade-package": "scripts/lock",
     "--universal": "uv pip compile",
     "--generate-hashes": "uv pip compile",
+    "--dist": "pytest (pytest-xdist)",
+    "--list": "python -m devkit.mutation",
+    "--mutmut": "python -m devkit.mutation",
 }
 
 FENCE = re.compile(r"^(```|~~~)")

@@ -206,8 +206,9 @@ class LocalPostgres:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def start_postgres(settings: dict[str, str] | None = None) -> LocalPostgres:
-    base = Path(tempfile.mkdtemp(prefix="orpycamcp-pg-"))
+def start_postgres(settings: dict[str, str] | None = None, directory: str | None = None) -> LocalPostgres:
+    """A throwaway cluster in a new directory under `directory` (default: the temporary directory)."""
+    base = Path(tempfile.mkdtemp(prefix="orpycamcp-pg-", dir=directory))
     server = LocalPostgres(
         base=base,
         port=free_port(),

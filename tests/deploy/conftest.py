@@ -7,6 +7,7 @@ import pytest
 
 from devkit import images
 from devkit.docker_engine import DockerEngine
+from tests.parallel import one_worker_at_a_time
 
 EXPORTER_TAG = "orpycamcp-exporter:test"
 # Filled by the tests, printed by pytest_terminal_summary: sizes, health transitions, stop times.
@@ -33,19 +34,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def server_images(docker_engine: DockerEngine) -> dict[str, str]:
-    """The python, postgres and redis images (built here on Debian bookworm unless official ones are used)."""
+def server_images(docker_engine: DockerEngine, request: pytest.FixtureRequest) -> dict[str, str]:
+    """The python, postgres and redis images (built here on Debian bookworm unless official ones are used).
+
+    Built by one worker at a time: the next finds them built on a shared engine.
+    """
     try:
-        return images.server_images()
+        with one_worker_at_a_time(request.config, "images"):
+            return images.server_images()
     except images.ImageUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
-def exporter_image(server_images: dict[str, str]) -> images.BuiltImage:
+def exporter_image(server_images: dict[str, str], request: pytest.FixtureRequest) -> images.BuiltImage:
     """The project's Dockerfile, built offline from a wheelhouse on the session's python image."""
     try:
-        built = images.exporter_image(EXPORTER_TAG, server_images["python"])
+        with one_worker_at_a_time(request.config, "images"):
+            built = images.exporter_image(EXPORTER_TAG, server_images["python"])
     except images.ImageUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
     how = f"built in {built.seconds:.1f} s" if built.built else "same recipe already built"

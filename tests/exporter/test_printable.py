@@ -16,6 +16,7 @@ def test_newlines_and_escapes_are_written_out() -> None:
     assert printable("\x1b[2Jwiped\r") == "\\x1b[2Jwiped\\r"
     assert printable("tab\there\x7f\x85") == "tab\\there\\x7f\\x85"
     assert printable("ünïcødé 日本語 🦆") == "ünïcødé 日本語 🦆"
+    assert printable("a\u2028b\u2029c") == "a\\u2028b\\u2029c"
 
 
 @given(st.text())

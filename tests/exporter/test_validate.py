@@ -30,22 +30,41 @@ def test_value_outside_the_registry_names_its_context() -> None:
 
 
 def test_family_of_another_signal_is_refused() -> None:
-    with pytest.raises(UnregisteredFamily):
+    with pytest.raises(UnregisteredFamily) as raised:
         complete("dlq", [Sample("orpycamcp_audit_chain_breaks", (), 1)], BUILTIN)
-    with pytest.raises(UnregisteredFamily):
+    assert (raised.value.signal, raised.value.family) == ("dlq", "orpycamcp_audit_chain_breaks")
+    with pytest.raises(UnregisteredFamily) as raised:
         complete("dlq", [Sample("orpycamcp_nope", (), 1)], BUILTIN)
+    assert "'orpycamcp_nope'" in str(raised.value)
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -1, True])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -1, -0.5, True, "1", None])
 def test_invalid_values(value: float) -> None:
-    with pytest.raises(InvalidValue):
+    with pytest.raises(InvalidValue) as raised:
         complete("audit_chain", [Sample("orpycamcp_audit_chain_breaks", (), value)], BUILTIN)
+    assert raised.value.signal == "audit_chain"
+    assert raised.value.family == "orpycamcp_audit_chain_breaks"
+    assert raised.value.value is value
+    assert repr(value) in str(raised.value)
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 0.5, 1, 2**53])
+def test_zero_and_fractions_are_values(value: float) -> None:
+    """Non-negative is the bound: a true 0 and a fraction below 1 are measured as they are."""
+    (sample,) = complete("audit_chain", [Sample("orpycamcp_audit_chain_breaks", (), value)], BUILTIN)
+    assert sample.value == value
 
 
 def test_duplicates_are_refused() -> None:
     sample = Sample("orpycamcp_audit_chain_breaks", (), 1)
-    with pytest.raises(DuplicateSample):
+    with pytest.raises(DuplicateSample) as raised:
         complete("audit_chain", [sample, sample], BUILTIN)
+    assert (raised.value.signal, raised.value.family, raised.value.values) == (
+        "audit_chain",
+        "orpycamcp_audit_chain_breaks",
+        (),
+    )
+    assert "orpycamcp_audit_chain_breaks" in str(raised.value)
 
 
 def test_every_value_outside_the_registry_is_counted_and_the_largest_named() -> None:

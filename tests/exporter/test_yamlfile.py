@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from exporter.yamlfile import MAX_BYTES, MAX_DEPTH, YamlError, parse_yaml, read_capped
+from exporter.yamlfile import MAX_BYTES, MAX_DEPTH, MAX_ECHO, YamlError, excerpt, parse_yaml, read_capped
 
 LAUGHS = "\n".join(
     ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
@@ -56,6 +59,88 @@ def test_control_characters_in_an_error_are_escaped() -> None:
     assert "\x1b" not in str(caught.value)
 
 
+def test_a_repeated_key_is_named_with_its_line() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("groups: [a]\nkyc: 1\nkyc: 2\n")
+    assert str(caught.value) == "refused (line 3): key 'kyc' is given twice"
+
+
+def test_a_syntax_error_is_not_valid_yaml_with_its_line_and_problem() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: [1")
+    assert str(caught.value) == "not valid YAML (line 1): expected ',' or ']', but got '<stream end>'"
+
+
+def test_an_error_without_a_line_says_none() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: \x07")
+    assert str(caught.value).startswith("not valid YAML: unacceptable character #x0007")
+
+
+def test_a_long_problem_is_cut_to_200_characters() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml("a: !" + "x" * 300 + "!y 1")
+    prefix = "not valid YAML (line 1): "
+    assert str(caught.value).startswith(prefix + "found undefined tag handle '!xxx")
+    assert len(str(caught.value)) == len(prefix) + 200
+
+
+@pytest.mark.parametrize(("length", "cut"), [(MAX_ECHO, False), (MAX_ECHO + 1, True)])
+def test_an_excerpt_is_at_most_max_echo_characters(length: int, cut: bool) -> None:
+    value = "k" * (length - 2)  # repr() adds the quotes
+    shown = excerpt(value)
+    if cut:
+        assert shown == repr(value)[: MAX_ECHO - 3] + "..."
+    else:
+        assert shown == repr(value)
+    assert len(shown) == MAX_ECHO
+
+
+def test_a_document_of_exactly_the_cap_is_read() -> None:
+    text = "a: 1\n#" + "x" * (MAX_BYTES - 6)
+    assert len(text.encode()) == MAX_BYTES
+    assert parse_yaml(text) == {"a": 1}
+    with pytest.raises(YamlError) as caught:
+        parse_yaml(text + "x")
+    assert str(caught.value) == f"larger than {MAX_BYTES} bytes"
+
+
+def test_a_file_is_read_as_utf8_up_to_the_cap(tmp_path: Path) -> None:
+    small = tmp_path / "small.yml"
+    small.write_bytes("help: Übersicht\n".encode())
+    assert read_capped(str(small)) == "help: Übersicht\n"
+    exact = tmp_path / "exact.yml"
+    exact.write_bytes(b"#" * MAX_BYTES)
+    assert len(read_capped(str(exact))) == MAX_BYTES
+
+
+def test_a_file_is_never_read_past_the_cap(tmp_path: Path) -> None:
+    """A pipe that never ends (a device, a FIFO): refused once past the cap, not read to its end."""
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    returned = threading.Event()
+    writer_gave_up = threading.Event()
+
+    def write() -> None:
+        # Open until the reader returns (or 30 s): a reader that reads to the end waits here.
+        with contextlib.suppress(BrokenPipeError), open(fifo, "wb", buffering=0) as pipe:
+            pipe.write(b"#" * (MAX_BYTES + 10))
+            if not returned.wait(30):
+                writer_gave_up.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        with pytest.raises(YamlError, match="larger than"):
+            read_capped(str(fifo))
+    finally:
+        returned.set()
+        # A writer still waiting for a reader (one that never opened the pipe) is let go.
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        thread.join()
+    assert not writer_gave_up.is_set(), "read to the end of the pipe"
+
+
 @pytest.mark.parametrize(
     ("document", "problem"),
     [
@@ -84,3 +169,27 @@ def test_64_bit_integers_and_nesting_to_the_limit_are_read() -> None:
     assert parse_yaml(f"a: {(1 << 63) - 1}\nb: {-(1 << 63)}\n") == {"a": (1 << 63) - 1, "b": -(1 << 63)}
     depth = MAX_DEPTH - 1  # the top-level mapping is one level
     assert parse_yaml("a: " + "[" * (depth - 1) + "]" * (depth - 1) + "\n") is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1), None),  # the mapping and its lists: the limit
+        ("a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH, f"nested deeper than {MAX_DEPTH} levels"),
+        ("a: 2024-02-30", "a value that is not a valid timestamp"),
+        ("? [a]\n: 1", "a mapping key is a list or a mapping: keys are names"),
+        (f"a: {2**63 - 1}", None),
+        (f"a: {-(2**63)}", None),
+        (f"a: {2**63}", "an integer outside the 64-bit range (-2^63 to 2^63-1)"),
+        (f"a: {-(2**63) - 1}", "an integer outside the 64-bit range (-2^63 to 2^63-1)"),
+        ('a: "\\ud800"', "a string with a lone surrogate escape (not Unicode text)"),
+    ],
+)
+def test_each_refusal_names_its_line(text: str, problem: str | None) -> None:
+    document = "x: 1\n" + text + "\n"  # the value on line 2
+    if problem is None:
+        assert parse_yaml(document)["x"] == 1  # type: ignore[index]
+        return
+    with pytest.raises(YamlError) as caught:
+        parse_yaml(document)
+    assert str(caught.value) == f"refused (line 2): {problem}"

@@ -17,7 +17,8 @@ from devkit.flood import FloodRun, measure_flood
 from devkit.process import RunningProcess, exporter_process
 from tests.platform import Platform
 
-pytestmark = pytest.mark.anyio
+# 10,000 connections take a third of the machine's ephemeral ports and both cores: no other test beside them.
+pytestmark = [pytest.mark.anyio, pytest.mark.alone]
 
 FLOOD = 10_000
 # A sanity bound only, far above the ~100 MiB measured (bench/flood.py): a leak per connection breaks it.

@@ -189,3 +189,12 @@ def test_a_measurement_still_running_at_the_scrape_timeout_is_named_so() -> None
 def test_the_registry_holds_exactly_the_reasons() -> None:
     assert tuple(reason.value for reason in Reason) == FAILURE_REASONS
     assert {combination[1] for combination in SIGNAL_FAILURE.combinations} == set(FAILURE_REASONS)
+
+
+def test_the_connection_families_carry_the_counts_given() -> None:
+    """Open and shed connections, each in its own family, unlabelled, as counted."""
+    families = assemble_connections(3, 7)
+    assert [(part.family, list(part.samples)) for part in families] == [
+        (TAIL_FAMILIES[0], [Sample(TAIL_FAMILIES[0].name, (), 3)]),
+        (TAIL_FAMILIES[1], [Sample(TAIL_FAMILIES[1].name, (), 7)]),
+    ]

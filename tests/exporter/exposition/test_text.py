@@ -156,3 +156,11 @@ def test_parts_of_one_family_share_one_header_and_keep_their_labels() -> None:
     )
     families = list(text_string_to_metric_families(page.decode()))
     assert [family.name for family in families] == ["t_backlog", "t_plain"]
+
+
+@pytest.mark.parametrize("labels", [("only-one",), ("one", "two", "three")])
+def test_a_sample_with_another_number_of_labels_is_never_written(labels: tuple[str, ...]) -> None:
+    """Never a sample with a label cut off or left unnamed: the renderer refuses it."""
+    family = Family(name="t_pair", help="h", signal="t", labels=("a", "b"), combinations=(("x", "y"),))
+    with pytest.raises(ValueError, match="zip"):
+        render([FamilySamples(family, [Sample("t_pair", labels, 1)])])

@@ -33,9 +33,12 @@ def test_metrics_content_type_and_body(running: RunningProcess) -> None:
 
 
 def without_open_connections(page: bytes) -> bytes:
-    """The page less its open-connections sample, which may differ between two requests."""
+    """The page less what may differ between two requests: its open-connections
+    sample, and the process samples (read again once a second)."""
     return b"\n".join(
-        line for line in page.split(b"\n") if not line.startswith(b"orpycamcp_exporter_http_connections ")
+        line
+        for line in page.split(b"\n")
+        if not line.startswith((b"orpycamcp_exporter_http_connections ", b"process_"))
     )
 
 

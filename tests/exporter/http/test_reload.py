@@ -6,6 +6,7 @@ invalid is logged and the last valid one stays in force."""
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ import pytest
 import trustme
 
 from devkit.process import RunningProcess, exporter_process
+from exporter.http.reload import REQUEST_CHECK_INTERVAL, ReloadingWebConfig
+from exporter.http.webconfig import WebConfig, load_web_config
 from tests.platform import Platform
 
 PASSWORD = "scrape-pass-41"
@@ -177,3 +180,150 @@ def test_a_certificate_and_key_that_do_not_match_keep_the_old_pair(site: Site) -
     replace(site.folder / "server.key", other.private_key_pem.bytes())
     new = ssl.PEM_cert_to_DER_cert(other.cert_chain_pems[0].bytes().decode())
     assert eventually(lambda: site.served_certificate() == new)
+
+
+# In process, on a clock the test moves: when the files are looked at, and what
+# a reload keeps or refuses.
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def users(config: WebConfig) -> set[str]:
+    return set(config.basic_auth_users)
+
+
+def auth_file(folder: Path, *names: str) -> Path:
+    path = folder / "web.yml"
+    replace(path, ("basic_auth_users:\n" + "".join(f"  {n}: '{bcrypted(PASSWORD)}'\n" for n in names)).encode())
+    return path
+
+
+def test_the_files_are_looked_at_once_a_second_at_most(tmp_path: Path) -> None:
+    path = auth_file(tmp_path, "a")
+    clock = Clock()
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), clock)
+    auth_file(tmp_path, "b")
+    clock.now += REQUEST_CHECK_INTERVAL - 0.01
+    assert users(source.current()) == {"a"}
+    clock.now += 0.01
+    assert users(source.current()) == {"b"}
+    assert source.reloads == 1
+    auth_file(tmp_path, "c")
+    clock.now += REQUEST_CHECK_INTERVAL - 0.01  # a second from the last look, not from the start
+    assert users(source.current()) == {"b"}
+
+
+def test_unchanged_files_are_not_read_again_unless_asked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = auth_file(tmp_path, "a")
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), Clock())
+    assert source.check() is False
+    assert source.reloads == 0
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        assert source.check(why="SIGHUP") is True
+    assert source.reloads == 1
+    assert caplog.messages == [f"web config {path} reloaded (SIGHUP): no TLS, 1 basic-auth users"]
+    assert source.check() is False  # what was read is remembered: no reload without a change
+    assert source.reloads == 1
+
+
+def test_an_invalid_change_is_reported_once_and_the_last_valid_one_stays(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = auth_file(tmp_path, "a")
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), Clock())
+    replace(path, b"basic_auth_users: [\n")
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        assert source.check() is False
+        assert source.check() is False  # the same invalid files: not reported again
+    assert users(source.current()) == {"a"}
+    assert [record.levelname for record in caplog.records] == ["ERROR"]
+    assert caplog.messages[0].startswith(f"web config {path} not reloaded, the last valid one stays in force: ")
+    auth_file(tmp_path, "b")
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        assert source.check() is True
+    assert caplog.messages[-1] == f"web config {path} reloaded (a file changed): no TLS, 1 basic-auth users"
+    assert (users(source.current()), source.reloads) == ({"b"}, 1)
+
+
+@pytest.fixture
+def tls_folder(tmp_path: Path) -> tuple[trustme.CA, Path]:
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
+    issue(ca, tmp_path)
+    return ca, tmp_path
+
+
+TLS_FILES = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "text"),
+    [
+        ("TLS off", ""),
+        (
+            "client certificates",
+            TLS_FILES + "  client_ca_file: ca.crt\n  client_auth_type: RequireAndVerifyClientCert\n",
+        ),
+        ("min_version", TLS_FILES + "  min_version: TLS13\n"),
+        ("max_version", TLS_FILES + "  max_version: TLS12\n"),
+    ],
+)
+def test_what_a_live_listener_cannot_change_takes_a_restart(
+    tls_folder: tuple[trustme.CA, Path], caplog: pytest.LogCaptureFixture, change: str, text: str
+) -> None:
+    _, folder = tls_folder
+    path = folder / "web.yml"
+    replace(path, TLS_FILES.encode())
+    initial = load_web_config(str(path))
+    source = ReloadingWebConfig(str(path), initial, Clock())
+    replace(path, text.encode())
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        assert source.check() is False, change
+    assert caplog.messages == [
+        f"web config {path} not reloaded, the last valid one stays in force: invalid setting --web.config.file:"
+        " turning TLS on or off, or changing client_auth_type, min_version or max_version, takes a restart"
+    ]
+    assert source.current() == initial
+
+
+class Hello:
+    """What the SNI callback is handed: a connection whose context it may swap."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self.context = context
+
+
+def test_a_listener_context_needs_tls(tmp_path: Path) -> None:
+    path = auth_file(tmp_path, "a")
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), Clock())
+    with pytest.raises(AssertionError, match=r"^server_context\(\) needs TLS in the web config$"):
+        source.server_context()
+
+
+def test_a_rotated_certificate_swaps_the_context_of_the_next_handshake(
+    tls_folder: tuple[trustme.CA, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    ca, folder = tls_folder
+    path = folder / "web.yml"
+    replace(path, (TLS_FILES + "  client_ca_file: ca.crt\n").encode())
+    source = ReloadingWebConfig(str(path), load_web_config(str(path)), Clock())
+    listening = source.server_context()
+    assert listening.sni_callback is not None
+    hello = Hello(listening)
+    listening.sni_callback(hello, None, listening)  # type: ignore[arg-type]
+    assert hello.context is listening  # nothing changed: the same context
+    replace(folder / "ca.crt", ca.cert_pem.bytes())  # a file it names, rewritten: a change too
+    assert source.check() is True
+    issue(ca, folder)
+    with caplog.at_level(logging.INFO, logger="orpycamcp.webconfig"):
+        listening.sni_callback(hello, None, listening)  # type: ignore[arg-type]
+    assert caplog.messages == [f"web config {path} reloaded (a file changed): TLS, 0 basic-auth users"]
+    assert source.reloads == 2
+    assert hello.context is source.context
+    assert hello.context is not listening

@@ -16,7 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.process import exporter_process
-from devkit.servers import RedisServer
+from devkit.servers import RedisServer, free_port
 from exporter.sources.redis import RedisSettings
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import Platform
@@ -112,6 +112,32 @@ async def none(count: Awaitable[int]) -> bool:
 
 async def some(count: Awaitable[int]) -> bool:
     return await count > 0
+
+
+# serve() with uvicorn.Server.run signalled first: a SIGTERM after the exporter's
+# own handlers are in place and before uvicorn installs its.
+SIGNALLED_BEFORE_UVICORN = """
+import os, signal, sys
+import uvicorn
+from exporter.cli import main
+run = uvicorn.Server.run
+def signalled_first(self, sockets=None):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return run(self, sockets=sockets)
+uvicorn.Server.run = signalled_first
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_sigterm_while_starting_stops_the_exporter_with_0() -> None:
+    command = [sys.executable, "-c", SIGNALLED_BEFORE_UVICORN, "serve", "--redis-url", "redis://127.0.0.1:1/0"]
+    command += ["--web.listen-address", f"127.0.0.1:{free_port()}"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"SIGTERM while starting did not stop the exporter: {exc.output}")
+    assert result.returncode == 0, result.stderr
+    assert "stopped by signal SIGTERM" in result.stderr
 
 
 @pytest.mark.parametrize("delay_ms", [0, 2, 5, 10, 20, 40])

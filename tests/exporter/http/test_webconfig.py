@@ -14,7 +14,8 @@ import trustme
 from exporter.errors import ConfigError
 from exporter.http.webconfig import load_web_config
 
-HASH = bcrypt.hashpw(b"scrape-pass", bcrypt.gensalt(rounds=4)).decode()
+# A fixed salt: test ids below hold the hash, and parallel workers must collect the same ids.
+HASH = bcrypt.hashpw(b"scrape-pass", b"$2b$04$2Wn7rQIr.2zMhiiS03S6w.").decode()
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,67 @@ def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: 
     hashed = HASH[:4] + cost + HASH[6:]
     with pytest.raises(ConfigError, match=problem):
         load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{hashed}'\n"))
+
+
+TLS = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("- a\n", "{path} must be a mapping"),
+        ("tls_server_config: 1\n", "tls_server_config must be a mapping"),
+        ("http_server_config: 1\n", "http_server_config must be a mapping"),
+        ("tls_server_config:\n  cert_file: server.crt\n", "tls_server_config needs both cert_file and key_file"),
+        (
+            TLS + "  client_auth_type: Maybe\n",
+            "client_auth_type 'Maybe' is not one of NoClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert",
+        ),
+        (TLS + "  client_ca_file: 1\n", "client_ca_file must be a file path"),
+        (TLS + "  client_ca_file: nope.crt\n", "client_ca_file: {certs}/nope.crt does not exist"),
+        (TLS.replace("server.crt", "nope.crt"), "cert_file: {certs}/nope.crt does not exist"),
+        (TLS.replace("server.crt", "''"), "cert_file must be a file path"),
+        (TLS.replace("server.key", "nope.key"), "key_file: {certs}/nope.key does not exist"),
+        (TLS + "  min_version: SSL3\n", "min_version 'SSL3' is not one of TLS10, TLS11, TLS12, TLS13"),
+        (TLS + "  max_version: TLS9\n", "max_version 'TLS9' is not one of TLS10, TLS11, TLS12, TLS13"),
+        ("basic_auth_users: [a]\n", "basic_auth_users must map user names to bcrypt hashes"),
+        (
+            f"basic_auth_users:\n  '': '{HASH}'\n",
+            "basic_auth_users: invalid user name '' (a name without ':' or control characters)",
+        ),
+        ("http_server_config:\n  headers:\n    1: x\n", HEADERS_PROBLEM),
+        ("http_server_config:\n  headers:\n    X-A: 1\n", HEADERS_PROBLEM),
+    ],
+)
+def test_each_problem_names_its_field(certs: Path, text: str, problem: str) -> None:
+    path = write(certs, text)
+    with pytest.raises(ConfigError) as raised:
+        load_web_config(path)
+    assert raised.value.problem == problem.format(path=path, certs=certs.resolve())
+
+
+def test_versions_and_the_ca_file_are_kept(certs: Path) -> None:
+    config = load_web_config(write(certs, TLS + "  client_ca_file: ca.crt\n  max_version: TLS12\n"))
+    assert config.tls is not None
+    assert config.tls.client_ca_file == str(certs.resolve() / "ca.crt")
+    assert config.tls.client_auth == ssl.CERT_NONE
+    assert (config.tls.min_version, config.tls.max_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2)
+
+
+def test_absolute_paths_are_taken_as_they_are(certs: Path, tmp_path: Path) -> None:
+    absolute = certs.resolve()
+    text = f"tls_server_config:\n  cert_file: {absolute / 'server.crt'}\n  key_file: {absolute / 'server.key'}\n"
+    config = load_web_config(write(tmp_path, text))
+    assert config.tls is not None
+    assert config.tls.cert_file == str(absolute / "server.crt")
+
+
+@pytest.mark.parametrize("cost", ["04", "10", "14"])
+def test_every_bcrypt_cost_from_4_to_14_is_a_hash(tmp_path: Path, cost: str) -> None:
+    hashed = HASH[:4] + cost + HASH[6:]
+    config = load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{hashed}'\n"))
+    assert config.basic_auth_users == {"a": hashed.encode()}
 
 
 def test_a_cost_that_cannot_answer_within_a_scrape_is_refused(tmp_path: Path) -> None:

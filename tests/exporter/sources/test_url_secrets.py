@@ -10,7 +10,15 @@ import pytest
 
 from exporter.errors import ConfigError
 from exporter.settings import load
-from exporter.sources.url_secrets import ambiguity, mask_url, quotes, secret_texts
+from exporter.sources.url_secrets import (
+    ENCODE,
+    ambiguity,
+    ambiguous_authority,
+    is_credential,
+    mask_url,
+    quotes,
+    secret_texts,
+)
 
 # A password holding every character that ends a part of a URL, left unencoded.
 TAIL = "w?m n!Xv"
@@ -101,3 +109,56 @@ def test_a_redis_url_read_two_ways_is_refused_without_its_tail(url: str) -> None
 def test_an_url_read_one_way_is_accepted(url: str) -> None:
     assert ambiguity(url, {"sslmode", "application_name", "password"}) is None
     assert load({"database_url": url}, {}).database_url == url
+
+
+@pytest.mark.parametrize(
+    ("key", "credential"),
+    [
+        ("password", True),
+        ("Password", True),
+        ("sslpassword", True),
+        ("sentinel_password", True),
+        ("db_password", True),  # any name ending in password: a secret until shown otherwise
+        ("%70assword", True),  # percent-encoded, as the URL may hold it
+        ("passwordless", False),
+        ("sslmode", False),
+    ],
+)
+def test_a_credential_is_any_parameter_named_for_a_password(key: str, credential: bool) -> None:
+    assert is_credential(key) is credential
+
+
+@pytest.mark.parametrize(
+    ("url", "ambiguous"),
+    [
+        ("postgresql://u:p%40ss@h/db", False),
+        ("postgresql://h:abc/db", False),  # no '@': nothing to tell apart, whatever the port
+        ("postgresql://u:p@ss@h/db", True),  # two '@' in the authority
+        ("postgresql://u:p@ss@h/db?x=a://b", True),  # a second '://' further on changes nothing
+        ("postgresql://u:5/x@h/db", True),  # '/' ended the authority early: '@' in the path
+        ("postgresql://u:5#x@h/db", True),  # '#' did: '@' in the fragment
+        ("postgresql://u:5?a@h/db", True),  # '?' did: '@' in a query key
+        ("postgresql://u:5?x=1&a@h/db", True),  # ... in a later query key
+        ("postgresql://u:pa?x=y@h", True),  # no user, and the "port" is not one
+        ("postgresql://h:5432/db?application_name=a@b", False),  # '@' in a query value
+        ("postgresql://[::1]:5432/db?application_name=a@b", False),  # ... with an IPv6 host
+        ("postgresql://u:p@[::1/db", True),  # does not parse at all
+        ("u:p@h", False),  # no scheme: not an authority
+    ],
+)
+def test_an_authority_read_two_ways_is_told(url: str, ambiguous: bool) -> None:
+    assert ambiguous_authority(url) is ambiguous
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u@h/db?password=a?b&sslmode=x&c",  # the query starts at the first '?'
+        "postgresql://u@h/db?password=a=b&c",  # the key ends at the first '='
+    ],
+)
+def test_text_after_a_password_is_named_for_what_it_is(url: str) -> None:
+    assert ambiguity(url, {"sslmode", "password"}) == (
+        "the query holds text after a password that is not a known parameter, so the password may go on there: "
+        + ENCODE
+    )

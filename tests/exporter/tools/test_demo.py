@@ -3,10 +3,12 @@ and everything removed on Ctrl-C."""
 
 from __future__ import annotations
 
-import glob
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +21,10 @@ EXAMPLE_BACKLOGS = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.ex
 
 
 def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
-    before = set(glob.glob("/tmp/orpycamcp-*"))
+    # A temporary directory of the demo's own (short: PostgreSQL's socket lives
+    # there), so that servers of tests running beside it do not count.
+    demo_tmp = Path(tempfile.mkdtemp(prefix="demo-", dir="/tmp"))
+    demo_tmp.chmod(0o755)  # as /tmp: PostgreSQL may run as another user than the test
     port = free_port()
     log_path = tmp_path / "demo.log"
     with open(log_path, "wb") as log:
@@ -37,6 +42,7 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
             ],
             stdout=log,
             stderr=log,
+            env={**os.environ, "TMPDIR": str(demo_tmp)},
         )
     try:
         deadline = time.monotonic() + 60
@@ -80,4 +86,6 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)
     assert returncode == 0, log_path.read_text()
-    assert set(glob.glob("/tmp/orpycamcp-*")) - before == set()
+    left = list(demo_tmp.iterdir())
+    shutil.rmtree(demo_tmp, ignore_errors=True)
+    assert left == []

@@ -1,0 +1,106 @@
+"""Mutation testing of the modules that decide truth and secrecy, with mutmut
+(not a dependency of the project: installed beside it, see docs/testing.md).
+
+    python -m devkit.mutation exporter/validate.py      # one module, its fast-tier tests
+    python -m devkit.mutation --list                    # the modules and the tests that cover them
+
+Each module is mutated in a copy of the tree (under a temporary directory, or
+--work DIR to keep it and rerun), with only the fast-tier tests that exercise
+it: mutmut runs, per mutant, the tests that reached the mutated function. The
+result is mutmut's own listing (`mutmut results`), plus the score."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Module -> the fast-tier tests that exercise it (tests mirror the package).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "exporter/validate.py": ("tests/exporter/test_validate.py", "tests/exporter/test_outcomes.py"),
+    "exporter/exposition/text.py": ("tests/exporter/exposition/test_text.py",),
+    "exporter/exposition/assemble.py": ("tests/exporter/exposition/test_assemble.py",),
+    # The rule on the values servers report; the servers themselves: sources/test_standby.py, test_redis_replica.py.
+    "exporter/freshness.py": ("tests/exporter/test_freshness.py",),
+    "exporter/sources/url_secrets.py": (
+        "tests/exporter/sources/test_url_secrets.py",
+        "tests/exporter/sources/test_redis_url.py",
+    ),
+    "exporter/yamlfile.py": ("tests/exporter/test_yamlfile.py",),
+    "exporter/http/webconfig.py": ("tests/exporter/http/test_webconfig.py",),
+    "exporter/http/reload.py": ("tests/exporter/http/test_reload.py", "tests/exporter/http/test_auth.py"),
+    "exporter/http/limits.py": ("tests/exporter/http/test_limits.py", "tests/exporter/test_options.py"),
+    "exporter/signals/dlq.py": ("tests/exporter/signals/test_dlq.py",),
+    "exporter/signals/preservation.py": ("tests/exporter/signals/test_preservation.py",),
+    "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
+    "exporter/signals/streams.py": ("tests/exporter/signals/test_streams.py",),
+    "exporter/signals/backlog.py": (
+        "tests/exporter/signals/test_backlog.py",
+        "tests/exporter/signals/test_backlog_states.py",
+        "tests/exporter/signals/test_backlog_zones.py",
+    ),
+}
+
+# What the tests read besides the package and the tests themselves.
+ALSO_COPY = ("registry", "devkit", "bench", "deploy", "docs", "alerts", "grafana", "mixin", "README.md")
+
+
+def config(module: str, tests: tuple[str, ...]) -> str:
+    def toml_list(items: tuple[str, ...] | list[str]) -> str:
+        return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+
+    present = tuple(test for test in tests if (ROOT / test).exists())
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["exporter"]\n'
+        f"only_mutate = {toml_list([module])}\n"
+        f"also_copy = {toml_list([name for name in ALSO_COPY if (ROOT / name).exists()])}\n"
+        f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-m', 'not slow', '-W', 'error'])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(present)}\n"
+        "use_git_change_detection = false\n"
+    )
+
+
+def prepare(work: Path, module: str) -> None:
+    """A copy of the tree in `work` (without the virtualenv and git), with mutmut's configuration for `module`."""
+    if work.exists():
+        shutil.rmtree(work)
+    ignore = shutil.ignore_patterns(".venv", ".git", "mutants", "__pycache__", ".mypy_cache", ".ruff_cache")
+    shutil.copytree(ROOT, work, ignore=ignore)
+    pyproject = work / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + config(module, TARGETS[module]))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devkit.mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("module", nargs="?", choices=sorted(TARGETS))
+    parser.add_argument("--list", action="store_true", help="the modules and their tests")
+    parser.add_argument("--work", type=Path, help="where the copy lives (kept); default: a temporary directory")
+    parser.add_argument("--mutmut", default=shutil.which("mutmut") or "mutmut", help="the mutmut command")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    args = parser.parse_args(argv)
+    if args.list or args.module is None:
+        for module, tests in TARGETS.items():
+            print(module, " ".join(tests))
+        return 0
+    work = args.work or Path(tempfile.mkdtemp(prefix="mutation-"))
+    try:
+        prepare(work, args.module)
+        subprocess.run([args.mutmut, "run", "--max-children", str(args.max_children)], cwd=work, check=False)
+        listing = subprocess.run(
+            [args.mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=False
+        ).stdout
+        print(listing)
+        return 0
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
