@@ -12,7 +12,7 @@ from exporter.outcomes import Outcome, classify
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
-from exporter.validate import complete
+from exporter.validate import completing
 from registry import Registry
 
 log = logging.getLogger("orpycamcp.measure")
@@ -34,7 +34,8 @@ async def measure(
                 # A standby too far behind its primary shows no value as current (exporter/replication.py).
                 await sources.postgres.require_fresh(signal.name)
             raw = await signal.measure(sources)
-        samples = complete(signal.name, raw, registry)
+            # Inside the deadline: holding a large measurement to the registry takes time too.
+            samples = await completing(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify
         failure = classify(exc, timeouts.deadline)
         duration = clock.monotonic() - started

@@ -75,8 +75,11 @@ class Family:
     # True for families that are absent rather than zero when there is nothing
     # to report (e.g. the timestamp of the oldest pending event).
     sparse: bool = False
+    # `combinations` as a set, for a constant-time membership test at scrape time.
+    allowed: frozenset[tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed", frozenset(self.combinations))
         if not METRIC_NAME.fullmatch(self.name) or self.name.startswith("__"):
             raise RegistryError(self.name, "is not a valid metric name")
         if not self.help.strip():
@@ -94,7 +97,7 @@ class Family:
                 raise RegistryError(self.name, f"label {label!r} would identify a tenant or a person")
         if not self.combinations:
             raise RegistryError(self.name, "declares no label combination")
-        if len(set(self.combinations)) != len(self.combinations):
+        if len(self.allowed) != len(self.combinations):
             raise RegistryError(self.name, "repeats a label combination")
         for combination in self.combinations:
             if len(combination) != len(self.labels):

@@ -79,13 +79,21 @@ HINTS: dict[Reason, str] = {
     " they monitor)",
     Reason.REDIS_ERROR: "Redis refused a command: see the error code in the detail (WRONGTYPE: check the key's"
     " type with TYPE <key>)",
+    Reason.NOT_A_CLUSTER: "the redis+cluster:// URL names a server without cluster mode (cluster-enabled no):"
+    " use redis://HOST:PORT for one server, redis+sentinel://SENTINEL/SERVICE behind sentinels",
+    Reason.SENTINELS_DISAGREE: "the sentinels name different masters for the service and no master is named by"
+    " a majority of those that answered (the detail lists each sentinel's answer): SENTINEL MASTERS on each;"
+    " a sentinel monitoring another server under the same name needs SENTINEL REMOVE / SENTINEL MONITOR",
+    Reason.REDIS_TOO_OLD: "the streams signal counts undelivered entries with XINFO GROUPS lag, which Redis 7.0"
+    " added: upgrade the server (INFO server shows redis_version)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
 }
 
 # The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
-    " -@all +xpending +xlen +xrange +info +client|setname"
+    " -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname"
+    " (on a Redis Cluster also +cluster|slots +asking)"
 )
 
 # Where the same reason means something else on Redis.

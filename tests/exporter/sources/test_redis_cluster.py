@@ -98,7 +98,7 @@ def independent_values(cluster: LocalCluster) -> Values:
 def cluster_client(cluster: LocalCluster) -> RedisCluster:
     return RedisCluster(
         startup_nodes=[ClusterNode("127.0.0.1", port) for port in cluster.ports],
-        decode_responses=True,
+        decode_responses=False,  # as the exporter's own: replies are bytes
         protocol=2,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=TIMEOUTS.deadline,
