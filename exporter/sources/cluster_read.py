@@ -69,6 +69,11 @@ class ClusterReader:
             self._map_stale = True
             raise
 
+    async def aclose(self) -> None:
+        """The nodes' connections (RedisCluster.aclose closes them only after its own initialize)."""
+        await self.cluster.nodes_manager.aclose()
+        await self.cluster.nodes_manager.aclose("startup_nodes")
+
     async def _read(self, commands: Sequence[Command]) -> list[object]:
         by_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
         for position, command in enumerate(commands):
@@ -125,16 +130,18 @@ async def _round(nodes: Pipelines) -> Pipelines:
 
 
 async def _checked(connection: Connection) -> None:
-    """Connected, and not closed by the server since it was last used: a connection
-    the server closed reads as ready (EOF) and is reconnected."""
-    if connection.is_connected:
-        try:
-            stale = await connection.can_read_destructive()
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
-            stale = True
-        if stale:
-            await connection.disconnect()
+    """Connected, and not closed by the server since it was last used: what the
+    standalone pool does before lending a connection (ConnectionPool.ensure_connection).
+    A connection the server closed reads as ready (EOF) and is reconnected."""
     await connection.connect()  # type: ignore[no-untyped-call]
+    try:
+        if await connection.can_read():
+            raise redis.exceptions.ConnectionError("Connection has data")
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        await connection.disconnect()
+        await connection.connect()  # type: ignore[no-untyped-call]
+        if await connection.can_read():
+            raise redis.exceptions.ConnectionError("Connection not ready") from None
 
 
 async def _pipeline(node: ClusterNode, commands: list[PipelineCommand]) -> None:

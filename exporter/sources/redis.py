@@ -183,6 +183,8 @@ class RedisStreams:
         self._life.close()
         if self._road is not None:
             road, self._road = self._road, None
-            self._cluster = None
+            cluster, self._cluster = self._cluster, None
             async with asyncio.timeout(CLOSE_SECONDS):
+                if cluster is not None:
+                    await cluster.aclose()
                 await road.aclose()
