@@ -93,15 +93,18 @@ HINTS: dict[Reason, str] = {
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
     " -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname"
-    " (on a Redis Cluster also +cluster|slots +asking)"
 )
+# What a Redis Cluster's nodes also allow the same user: the slot map, and reading a
+# key whose slot is being migrated on the node importing it.
+REDIS_CLUSTER_RIGHTS = "+cluster|slots +asking"
 
 # Where the same reason means something else on Redis.
 REDIS_HINTS: dict[Reason, str] = {
     Reason.TIMEOUT: "Redis did not answer within --deadline: look at SLOWLOG GET and the latency"
     " (LATENCY DOCTOR), or raise the deadline (below the TTL)",
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
-    f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
+    f" (the detail names both): {REDIS_ACL} (on every node of a Redis Cluster, with {REDIS_CLUSTER_RIGHTS});"
+    " ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
     f" in {REDIS_URL} (or its file) against the server's requirepass or ACL; sentinels with a password of their"
     " own take it as ?sentinel_username=...&sentinel_password=... in the redis+sentinel:// URL",
