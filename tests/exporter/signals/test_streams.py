@@ -190,6 +190,93 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
     assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is not None
 
 
+async def test_a_group_whose_consumers_died_shows_entries_waiting_and_nobody_reading(
+    redis: LocalRedis, db: Redis
+) -> None:
+    await create_stream_groups(db)
+    for index in range(1000):
+        await db.xadd(DOCUMENTS, {"n": str(index)})
+    # signature-service: one consumer read 10, acknowledged none, and died.
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=10)
+    # notification-service: reads everything and acknowledges it, alive.
+    read = await db.xreadgroup("notification-service", "notif-1", {DOCUMENTS: ">"})
+    await db.xack(DOCUMENTS, "notification-service", *delivered_ids(read))
+    # workflow-service: no consumer ever joined.
+    await asyncio.sleep(1.2)
+    await db.xadd(DOCUMENTS, {"n": "1000"})
+    read = await db.xreadgroup("notification-service", "notif-1", {DOCUMENTS: ">"})  # alive: gets it at once
+    await db.xack(DOCUMENTS, "notification-service", *delivered_ids(read))
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    after = {c["name"]: c["idle"] / 1000 for c in await db.xinfo_consumers(DOCUMENTS, "signature-service")}
+
+    assert page.measured("streams") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 991
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 10
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+    idle = page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="signature-service")
+    assert idle is not None
+    assert 1.2 <= idle <= after["sig-1"]
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="workflow-service") == 1001
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="workflow-service") == 0
+    assert page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="workflow-service") is None  # nobody: absent
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="notification-service") == 0
+    print("\n" + "\n".join(line for line in page.raw.decode().splitlines() if DOCUMENTS in line))
+    alive = page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="notification-service")
+    assert alive is not None
+    assert alive < 1.2
+    assert page.get(UNDELIVERED, stream=WORKFLOWS, group="notification-service") == 0  # an empty stream
+
+
+async def test_undelivered_entries_redis_cannot_count_are_absent_and_the_rest_measured(
+    redis: LocalRedis, db: Redis
+) -> None:
+    await create_stream_groups(db)
+    ids = [await db.xadd(DOCUMENTS, {"n": str(index)}) for index in range(5)]
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=2)
+    await db.xdel(DOCUMENTS, ids[3])  # after the group's last delivered ID: Redis cannot count what is left
+    (info,) = [g for g in await db.xinfo_groups(DOCUMENTS) if g["name"] == "signature-service"]
+    assert info["lag"] is None
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.measured("streams") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") is None
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 2
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})  # read past the gap: counted again
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 0
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 4
+
+
+async def test_binary_payloads_and_names_are_measured_exactly(redis: LocalRedis, db: Redis) -> None:
+    """msgpack field values, a field and a consumer named with bytes that are not UTF-8,
+    a group of the same stream with such a name: nothing is decoded, nothing fails."""
+    await create_stream_groups(db)
+    raw = Redis.from_url(redis.url)  # bytes, as a msgpack or protobuf producer writes them
+    try:
+        payload = {b"\x82\xa4\xff\xfe": b"\x82\xa4type\xa6signed\xa2id\xcd\x04\xd2\xff\xfe\x00"}
+        await raw.xadd(SIGNATURE_DL, payload, id="1764600000000-1")
+        await raw.xadd(SIGNATURE_DL, payload, id="1764600000500-0")
+        await raw.xadd(DOCUMENTS, payload, id="1764680000000-0")
+        await raw.xgroup_create(DOCUMENTS, b"\xc3\x28-legacy", id="0")
+        await raw.xreadgroup("signature-service", b"\xff\xfe-worker", {DOCUMENTS: ">"})
+        await raw.xreadgroup(b"\xc3\x28-legacy", b"\xc0\xaf", {DOCUMENTS: ">"})
+    finally:
+        await raw.aclose()
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.measured("streams") == 1
+    assert page.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
+    assert page.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
+    assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.0
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 0
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="workflow-service") == 1
+
+
 async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: LocalRedis, db: Redis) -> None:
     await create_stream_groups(db)
     for entry_id in ("1764680000100-0", "1764680000200-0", "1764680000300-0"):
