@@ -32,7 +32,8 @@ from redis.asyncio.connection import Connection
 from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
 from exporter.sources.redis_errors import reply_error
 
-CHUNK = 2_000  # commands per round trip to one node, as exporter.sources.redis
+CHUNK = 250  # commands per round trip to one node, as exporter.sources.redis
+ROUTED_PER_STEP = 2_000
 
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
@@ -77,6 +78,8 @@ class ClusterReader:
     async def _read(self, commands: Sequence[Command]) -> list[object]:
         by_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
         for position, command in enumerate(commands):
+            if position % ROUTED_PER_STEP == ROUTED_PER_STEP - 1:
+                await asyncio.sleep(0)  # routing 200,000 commands takes a while: the loop gets its turns
             node = self.cluster.nodes_manager.get_node_from_slot(self.cluster.keyslot(command[1]))
             by_node.setdefault(node.name, (node, []))[1].append(PipelineCommand(position, *command))
         first = await _round(list(by_node.values()))

@@ -88,7 +88,7 @@ def reading_of(
     )
 
 
-CHUNK = 2_000  # commands per round trip: parsing one chunk's replies holds the event loop a few ms
+CHUNK = 250  # commands per round trip: parsing one chunk's replies holds the event loop a few ms
 
 
 def chunks(commands: Sequence[Command]) -> list[Sequence[Command]]:

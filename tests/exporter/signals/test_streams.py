@@ -256,13 +256,16 @@ async def test_binary_payloads_and_names_are_measured_exactly(redis: LocalRedis,
     await create_stream_groups(db)
     raw = Redis.from_url(redis.url)  # bytes, as a msgpack or protobuf producer writes them
     try:
-        payload = {b"\x82\xa4\xff\xfe": b"\x82\xa4type\xa6signed\xa2id\xcd\x04\xd2\xff\xfe\x00"}
-        await raw.xadd(SIGNATURE_DL, payload, id="1764600000000-1")
-        await raw.xadd(SIGNATURE_DL, payload, id="1764600000500-0")
-        await raw.xadd(DOCUMENTS, payload, id="1764680000000-0")
-        await raw.xgroup_create(DOCUMENTS, b"\xc3\x28-legacy", id="0")
-        await raw.xreadgroup("signature-service", b"\xff\xfe-worker", {DOCUMENTS: ">"})
-        await raw.xreadgroup(b"\xc3\x28-legacy", b"\xc0\xaf", {DOCUMENTS: ">"})
+        field, value = b"\x82\xa4\xff\xfe", b"\x82\xa4type\xa6signed\xa2id\xcd\x04\xd2\xff\xfe\x00"
+        for key, entry_id in (
+            (SIGNATURE_DL, "1764600000000-1"),
+            (SIGNATURE_DL, "1764600000500-0"),
+            (DOCUMENTS, "1764680000000-0"),
+        ):
+            await raw.execute_command("XADD", key, entry_id, field, value)  # type: ignore[no-untyped-call]
+        await raw.execute_command("XGROUP", "CREATE", DOCUMENTS, b"\xc3\x28-legacy", "0")  # type: ignore[no-untyped-call]
+        for group, consumer in (("signature-service", b"\xff\xfe-worker"), (b"\xc3\x28-legacy", b"\xc0\xaf")):
+            await raw.execute_command("XREADGROUP", "GROUP", group, consumer, "STREAMS", DOCUMENTS, ">")  # type: ignore[no-untyped-call]
     finally:
         await raw.aclose()
 
