@@ -21,7 +21,7 @@ from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, U
 from exporter.samples import Sample
 from registry import Registry
 
-STEP = 1_000  # samples between two hand-backs of the event loop (a few milliseconds of work)
+STEP = 500  # samples between two hand-backs of the event loop (a few milliseconds of work)
 
 
 def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Generator[None, None, tuple[Sample, ...]]:

@@ -126,7 +126,7 @@ def first_entry_time(where: str, entries: object) -> float:
     return entry_time(where, first[0])
 
 
-PAIRS_PER_STEP = 250  # pairs parsed between two hand-backs of the event loop
+PAIRS_PER_STEP = 100  # pairs parsed between two hand-backs of the event loop
 
 
 def sample_parts(

@@ -31,9 +31,9 @@ from redis.asyncio.connection import Connection
 
 from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
 from exporter.sources.redis_errors import reply_error
+from exporter.sources.redis_exchange import exchange
 
-CHUNK = 250  # commands per round trip to one node, as exporter.sources.redis
-ROUTED_PER_STEP = 2_000
+ROUTED_PER_STEP = 1_000
 
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
@@ -148,25 +148,14 @@ async def _checked(connection: Connection) -> None:
 
 
 async def _pipeline(node: ClusterNode, commands: list[PipelineCommand]) -> None:
-    """`commands` on one of the node's connections, checked first, CHUNK at a time;
+    """`commands` on one of the node's connections, checked first, in one exchange;
     each command's reply (or the error Redis answered) in its `result`."""
     connection = node.acquire_connection()
     try:
         await _checked(connection)
-        for start in range(0, len(commands), CHUNK):
-            if start:
-                await asyncio.sleep(0)  # a health check or a cached scrape gets its turn
-            chunk = commands[start : start + CHUNK]
-            await connection.send_packed_command(connection.pack_commands(command.args for command in chunk))
-            for command in chunk:
-                try:
-                    command.result = await node.parse_response(connection, command.args[0], **command.kwargs)
-                except redis.exceptions.ResponseError as exc:
-                    command.result = exc
-    except BaseException:
-        # Replies may be left unread on it: it is not used again.
-        await connection.disconnect()
-        raise
+        replies = await exchange(connection, [command.args for command in commands], node.parse_response)
+        for command, reply in zip(commands, replies, strict=True):
+            command.result = reply
     finally:
         node.release(connection)
 

@@ -1,6 +1,6 @@
 """Redis Streams access: one pipelined round trip for every known key (one per
-node on a Redis Cluster, exporter/sources/cluster_read.py); past CHUNK
-commands, one round trip per CHUNK, the event loop handed back in between.
+node on a Redis Cluster, exporter/sources/cluster_read.py), the event loop
+handed back along the way (exporter/sources/redis_exchange.py).
 
 Replies are bytes, as Redis sent them: payloads are never decoded, and the
 names the signal compares (a group in `XINFO GROUPS`) are compared as bytes.
@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
@@ -25,6 +26,7 @@ from exporter.replication import ReplicaLink, redis_link, require_fresh
 from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
 from exporter.sources.redis_errors import reply_error, translating
+from exporter.sources.redis_exchange import exchange
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
@@ -88,13 +90,6 @@ def reading_of(
     )
 
 
-CHUNK = 250  # commands per round trip: parsing one chunk's replies holds the event loop a few ms
-
-
-def chunks(commands: Sequence[Command]) -> list[Sequence[Command]]:
-    return [commands[start : start + CHUNK] for start in range(0, len(commands), CHUNK)] or [[]]
-
-
 Client = RedisClient
 MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
 
@@ -145,19 +140,16 @@ class RedisStreams:
             return reading_of(await self._cluster.read(commands), groups, None)
         try:
             await road.before_read()  # behind sentinels: the master they name now
-            replies: list[object] = []
-            for number, chunk in enumerate(chunks(commands)):
-                if number:
-                    await asyncio.sleep(0)  # a health check or a cached scrape gets its turn
-                async with client.pipeline(transaction=False) as pipe:
-                    if not number:
-                        pipe.execute_command("INFO", "replication")
-                    for command in chunk:
-                        pipe.execute_command(*command)
-                    # Errors come back in place rather than raised: raising would first
-                    # rewrite the message ("Command # 1 (...) of pipeline caused error:
-                    # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
-                    replies += await pipe.execute(raise_on_error=False)
+            assert isinstance(client, redis.asyncio.Redis)
+            pool = client.connection_pool
+            # Checked by the pool before it is lent (one closed by the server is replaced).
+            connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+            try:
+                # Errors come back in place rather than raised, with the server's error
+                # code (NOGROUP, WRONGTYPE, MOVED, ...) in their message.
+                replies = await exchange(connection, [("INFO", "replication"), *commands], client.parse_response)
+            finally:
+                await pool.release(connection)
         except BaseException:
             self.replica_link = None  # not read this time: the gauge is absent, not old
             raise
