@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import loadavg
+from bench.poolers import code_at
 from bench.refreshes import EXPORTER_APP
-from bench.roads import code_at
 from bench.run import EXPORTER_PASSWORD, RESULTS
 from devkit.servers import start_postgres
 from devkit.tenants import create_database, create_tenants, slug

@@ -6,10 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from bench.roads import RoadsReport
+from typing import Any
 
 
 @dataclass
@@ -101,6 +98,31 @@ class IdleCheck:
 
 
 @dataclass
+class PoolerFigures:
+    road: str
+    pool_mode: str
+    first: list[float] = field(default_factory=list)
+    steady: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    statements_steady: int = 0
+    prepares_steady: int = 0
+    correct: bool | None = None
+
+
+@dataclass
+class PoolersReport:
+    tenants: int
+    runs: int
+    steady: int
+    before: str | None
+    loadavg_start: str
+    loadavg_end: str = ""
+    roads: list[PoolerFigures] = field(default_factory=list)
+    floors: dict[str, list[float]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
 class Report:
     started: str
     machine: dict[str, Any]
@@ -110,7 +132,7 @@ class Report:
     http_tenants: int | None = None
     http_series: int | None = None
     idle: IdleCheck | None = None
-    roads: RoadsReport | None = None
+    roads: PoolersReport | None = None
     exporter_rss_after_http_mib: float | None = None
     seconds: float = 0.0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bench.figures import Backend, ExporterFigures, Spread
 from bench.machine import session_backends
 from devkit.tenants import expected_totals
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from exporter.service import build_exporter
 from exporter.settings import load
 from exporter.sources.postgres import Postgres

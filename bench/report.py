@@ -3,7 +3,7 @@ bench/results/latest.md."""
 
 from __future__ import annotations
 
-from bench import roads as road_bench
+from bench import poolers as pooler_bench
 from bench.figures import Report, ratio
 
 
@@ -103,7 +103,7 @@ def markdown(report: Report) -> str:
                 f" | {ratio(h.requests_per_second, floors.get(h.encoding, 0))} | {h.p50_ms:.2f} | {h.p99_ms:.2f} |"
             )
     if report.roads is not None:
-        lines += road_bench.markdown(report.roads)
+        lines += pooler_bench.markdown(report.roads)
     if report.idle is not None:
         i = report.idle
         lines += [

@@ -26,7 +26,7 @@ page, all under the exporter's uvicorn settings; and the idle-close check.
 Writes bench/results/<date>.json and bench/results/latest.md. This module is the
 runner; each measurement has its own: bench.refreshes (fresh exporters),
 bench.floors (hand-written and naive readings), bench.lifecycle (the served
-process, idle close), bench.cached_scrapes (wrk), bench.roads; bench.machine
+process, idle close), bench.cached_scrapes (wrk), bench.poolers; bench.machine
 describes the machine, bench.figures holds the values and bench.report the tables.
 """
 
@@ -42,7 +42,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import roads as road_bench
+from bench import poolers as pooler_bench
 from bench.cached_scrapes import measure_http
 from bench.figures import Report, Row
 from bench.floors import measure_floor, measure_naive
@@ -126,7 +126,7 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
             for h in figures:
                 print(f"    http {h.app} {h.encoding}: {h.requests_per_second:,.0f} req/s", flush=True)
         if count == args.roads_tenants and not args.no_roads:
-            report.roads = await road_bench.measure_roads(
+            report.roads = await pooler_bench.measure_poolers(
                 server.port,
                 url,
                 "bench",
@@ -137,7 +137,7 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
                 args.before,
                 SIGNALS,
             )
-            print("\n".join(road_bench.markdown(report.roads)), flush=True)
+            print("\n".join(pooler_bench.markdown(report.roads)), flush=True)
         if count == args.counts[0]:
             report.idle = await check_idle_close(url, admin_url)
             print(f"    idle close: {report.idle}", flush=True)

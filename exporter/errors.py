@@ -1,64 +1,18 @@
 """Typed errors. Each carries its context and builds its own message.
 
 A MeasurementError makes its signal unmeasured for one TTL; the mapping from
-any exception to that outcome lives in exporter.outcomes. Every reason a
-signal can be unmeasured for is a member of `Reason`: the logs, `diagnose`'s
-hints and the runbook all key on it.
+any exception to that outcome lives in exporter.outcomes. Each error names its
+`Reason` (exporter.reasons). The drivers' exceptions are translated into these
+next to each source (exporter.sources.postgres_errors, exporter.sources.redis_errors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 
+from exporter.flags import flag_of, setting
 from exporter.printable import printable
-
-
-class Reason(StrEnum):
-    """Why a signal is unmeasured: stable words for logs, hints and the runbook."""
-
-    # The data or the registry
-    UNREGISTERED_FAMILY = "unregistered_family"
-    UNREGISTERED_VALUE = "unregistered_value"
-    DUPLICATE_SAMPLE = "duplicate_sample"
-    INVALID_VALUE = "invalid_value"
-    CONTRACT_VIOLATION = "contract_violation"
-    INVALID_TENANT = "invalid_tenant"
-    NOT_CONFIGURED = "not_configured"
-    # Time
-    TIMEOUT = "timeout"
-    SCRAPE_TIMEOUT = "scrape_timeout"
-    STATEMENT_TIMEOUT = "statement_timeout"
-    LOCK_TIMEOUT = "lock_timeout"
-    # PostgreSQL
-    TENANT_LIST_UNREADABLE = "tenant_list_unreadable"
-    MISSING_TABLE = "missing_table"
-    PERMISSION_DENIED = "permission_denied"
-    AUTHENTICATION_FAILED = "authentication_failed"
-    TOO_MANY_CONNECTIONS = "too_many_connections"
-    CONNECTION_ERROR = "connection_error"
-    SQL_ERROR = "sql_error"
-    TRANSACTION_POOLER = "transaction_pooler"
-    STATEMENT_POOLER = "statement_pooler"
-    CONNECT_NOT_GRANTED = "connect_not_granted"
-    # Replicas and standbys, on either source
-    REPLICA_STALE = "replica_stale"
-    # Redis
-    MISSING_GROUP = "missing_group"
-    CLUSTER_REDIRECT = "cluster_redirect"
-    CLUSTER_DOWN = "cluster_down"
-    READ_ONLY_REPLICA = "read_only_replica"
-    SERVER_LOADING = "server_loading"
-    MASTER_DOWN = "master_down"
-    UNKNOWN_SENTINEL_SERVICE = "unknown_sentinel_service"
-    REDIS_ERROR = "redis_error"
-    CLUSTER_CHANGED = "cluster_changed"
-    NOT_A_CLUSTER = "not_a_cluster"
-    SENTINELS_DISAGREE = "sentinels_disagree"
-    REDIS_TOO_OLD = "redis_too_old"
-    # A defect of the exporter itself
-    INTERNAL_ERROR = "internal_error"
-
+from exporter.reasons import Reason
 
 MAX_MESSAGE = 400
 
@@ -241,21 +195,6 @@ class BacklogConfigError(ConfigError):
         super().__init__(setting, f"{where}: {problem}" if where else problem)
 
 
-def flag_of(name: str) -> str:
-    """The command-line flag of the option `name`, as the settings declare it."""
-    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
-
-    return OPTIONS_BY_NAME[name].flag
-
-
-def setting(name: str, value: str) -> str:
-    """How to give the option `name` this value, by flag and by environment, as the settings declare it."""
-    from exporter.settings import OPTIONS_BY_NAME  # here: the settings import this module
-
-    declared = OPTIONS_BY_NAME[name]
-    return f"{declared.flag} {value} ({declared.env}={value})"
-
-
 class Closed(SourceError):
     """A long-lived object (a cache, a source, the replay-lag reader) used after
     its close: a defect of the exporter's shutdown, never a new connection."""
@@ -288,7 +227,7 @@ class DatabaseRefused(SourceError):
     def __init__(self, reason: Reason, sqlstate: str, words: str) -> None:
         self.reason = reason
         self.sqlstate = sqlstate
-        self.words = words  # the server's error on one line (server_words)
+        self.words = words  # the server's error on one line (exporter.sources.postgres_errors.server_words)
         super().__init__(words)
 
 
@@ -377,22 +316,14 @@ class RedisClusterRedirect(SourceError):
         )
 
 
-# Redis's error codes for a server that cannot serve now, and the reason each is.
-UNAVAILABLE_CODES: dict[str, Reason] = {
-    "CLUSTERDOWN": Reason.CLUSTER_DOWN,
-    "READONLY": Reason.READ_ONLY_REPLICA,
-    "LOADING": Reason.SERVER_LOADING,
-    "MASTERDOWN": Reason.MASTER_DOWN,
-}
-
-
 class RedisUnavailable(SourceError):
-    """The server answered with a state in which it cannot serve the read (see UNAVAILABLE_CODES)."""
+    """The server answered with a state in which it cannot serve the read, and the
+    reason its code means (exporter.sources.redis_errors.UNAVAILABLE_CODES)."""
 
-    def __init__(self, code: str, server_message: str) -> None:
+    def __init__(self, code: str, server_message: str, reason: Reason) -> None:
         self.code = code
         self.server_message = server_message
-        self.reason = UNAVAILABLE_CODES[code]
+        self.reason = reason
         super().__init__(f"Redis answered {code} {server_message}")
 
 
@@ -489,14 +420,3 @@ class ConnectNotGranted(SourceError):
         self.role = role
         self.database = database
         super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
-
-
-def server_words(exc: BaseException) -> str:
-    """A server's error on one line: SQLSTATE, message and detail, never the hint
-    (the driver's hints are advice for its own users, over many lines)."""
-    message = str(exc.args[0]) if exc.args else type(exc).__name__
-    detail = getattr(exc, "detail", None)
-    text = f"{message} ({detail})" if detail else message
-    one_line = " ".join(text.split())
-    sqlstate = getattr(exc, "sqlstate", None)
-    return f"{sqlstate}: {one_line}" if sqlstate else one_line

@@ -7,8 +7,8 @@ import asyncio
 import logging
 
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.errors import Reason
 from exporter.outcomes import Outcome, classify
+from exporter.reasons import Reason
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
@@ -31,7 +31,7 @@ async def measure(
     try:
         async with asyncio.timeout(timeouts.deadline):
             if signal.source is Source.POSTGRES and sources.postgres is not None:
-                # A standby too far behind its primary shows no value as current (exporter/replication.py).
+                # A standby too far behind its primary shows no value as current (exporter/freshness.py).
                 await sources.postgres.require_fresh(signal.name)
             raw = await signal.measure(sources)
             # Inside the deadline: holding a large measurement to the registry takes time too.

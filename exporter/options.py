@@ -1,8 +1,9 @@
 """What an option is: its flag, the environment variables it is read from, how its
-text is parsed and bounded, its default, its help, and the component setting it
-feeds. `exporter.settings` declares every option once with `option()`; the
-command line, the validation, the component settings and docs/configuration.md
-are all derived from those declarations.
+text is parsed and bounded, its default and its help; and the parsers every
+kind of option shares (seconds, counts, choices, switches, names). `exporter.settings`
+declares every option once with `option()`; the command line, the validation
+and docs/configuration.md are derived from those declarations, and
+exporter.service hands the parsed values to the components, by name.
 """
 
 from __future__ import annotations
@@ -103,13 +104,32 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Switch:
+    kind: str = "true or false"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> bool:
+        return Choice(("true", "false", "1", "0", "yes", "no"))(raw, env) in ("true", "1", "yes")
+
+
+@dataclass(frozen=True)
+class Names:
+    kind: str = "comma-separated names"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in raw.split(",") if name.strip())
+        if not names:
+            raise Refused("names no signal")
+        return names
+
+
+@dataclass(frozen=True)
 class Option(Generic[T]):
     """One option, declared once.
 
     `default` is text, as it would be given on the command line, and goes through
     `parse` like any given value; None means unset (or, with `default_doc`, a
-    default derived from other options by a rule of exporter.settings). `feeds`
-    names the component settings ("Class.field") that take the value.
+    default derived from other options by a rule of exporter.settings). `flag`
+    comes from exporter.flags (filled in by `declared`).
     """
 
     flag: str
@@ -119,7 +139,6 @@ class Option(Generic[T]):
     default: str | None = None
     default_doc: str | None = None
     aliases: tuple[str, ...] = ()
-    feeds: tuple[str, ...] = ()
     name: str = ""  # the Settings field that declares it, filled in by `declared`
 
     @property
@@ -143,7 +162,6 @@ OPTION_KEY = "option"
 
 
 def option(
-    flag: str,
     parse: Parser[Any],
     help: str,
     *,
@@ -151,29 +169,24 @@ def option(
     default: str | None = None,
     default_doc: str | None = None,
     aliases: tuple[str, ...] = (),
-    feeds: tuple[str, ...] = (),
     secret: bool = False,
 ) -> Any:
-    """A settings field declared as an option (see Option); a secret one is left out of repr()."""
-    declared = Option(flag, parse, help, metavar, default, default_doc, aliases, feeds)
+    """A settings field declared as an option (see Option; its flag is in exporter.flags);
+    a secret one is left out of repr()."""
+    declared = Option("", parse, help, metavar, default, default_doc, aliases)
     return dataclasses.field(metadata={OPTION_KEY: declared}, repr=not secret)
 
 
-def declared(settings_class: type[Any]) -> tuple[Option[Any], ...]:
-    """The options declared by the fields of a settings dataclass, in their order."""
+def declared(settings_class: type[Any], flags: Mapping[str, str]) -> tuple[Option[Any], ...]:
+    """The options declared by the fields of a settings dataclass, in their order,
+    each with its flag from `flags` (by field name): every field has one, every flag a field."""
+    fields = [item for item in dataclasses.fields(settings_class) if OPTION_KEY in item.metadata]
+    names = [item.name for item in fields]
+    if set(names) != set(flags):
+        raise ValueError(
+            f"options without a flag: {sorted(set(names) - set(flags))};"
+            f" flags without an option: {sorted(set(flags) - set(names))}"
+        )
     return tuple(
-        dataclasses.replace(item.metadata[OPTION_KEY], name=item.name)
-        for item in dataclasses.fields(settings_class)
-        if OPTION_KEY in item.metadata
+        dataclasses.replace(item.metadata[OPTION_KEY], name=item.name, flag=flags[item.name]) for item in fields
     )
-
-
-def feeding(options: tuple[Option[Any], ...], values: object, component: type[T]) -> dict[str, Any]:
-    """The keyword arguments for `component` taken from the options that feed it."""
-    prefix = component.__name__ + "."
-    return {
-        target.removeprefix(prefix): getattr(values, item.name)
-        for item in options
-        for target in item.feeds
-        if target.startswith(prefix)
-    }

@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 import redis.exceptions
 
-from exporter.errors import MeasurementError, Reason, SourceError
+from exporter.errors import MeasurementError, SourceError
+from exporter.reasons import Reason
 from exporter.samples import Sample
 from exporter.sources.dsn import InvalidDatabaseUrl
 

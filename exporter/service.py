@@ -1,4 +1,5 @@
-"""Wiring: from the settings to the clients, the signal caches and the exporter."""
+"""Wiring: from the settings to the clients, the signal caches and the exporter.
+Every component takes its options here, by keyword: a renamed field is a type error."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from exporter.backlogs import Backlog
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.replica import ReplayLag
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
+from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
 from exporter.sources import Sources, dsn
-from exporter.sources.postgres import Postgres, PostgresSettings
+from exporter.sources.postgres import APPLICATION_NAME, Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry import BUILTIN, Registry, extended
@@ -61,24 +62,50 @@ def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams 
     return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}})
 
 
+# Each component's settings, from the options, field by field: the one place
+# an option reaches a component.
+
+
 def timeouts_of(settings: Settings) -> Timeouts:
-    return settings.feeding(Timeouts)
+    return Timeouts(deadline=settings.deadline)
+
+
+def _configured(url: str | None, source: str) -> str:
+    if url is None:
+        raise ValueError(f"no {source} URL is configured")
+    return url
+
+
+def postgres_settings(settings: Settings) -> PostgresSettings:
+    url = _configured(settings.database_url, "PostgreSQL")
+    # A URL's application_name is the operator's choice; else the exporter names itself.
+    return PostgresSettings(
+        url=url,
+        max_connections=settings.max_connections,
+        batch_size=settings.batch_size,
+        idle_close_seconds=settings.idle_close,
+        max_queries_per_connection=settings.max_queries,
+        pool_mode=settings.pool_mode,
+        replica_max_staleness=settings.database_replica_max_staleness,
+        application_name=dsn.parse(url).application_name or APPLICATION_NAME,
+    )
+
+
+def redis_settings(settings: Settings) -> RedisSettings:
+    return RedisSettings(
+        url=_configured(settings.redis_url, "Redis"),
+        replica_max_staleness=settings.redis_replica_max_staleness,
+        tls=settings.redis_tls,
+    )
 
 
 def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
     """The clients of the configured sources; none connects before its first use."""
     timeouts = timeouts_of(settings)
-    postgres = redis = None
-    if settings.database_url is not None:
-        # A URL's application_name is the operator's choice; else the exporter names itself.
-        named = dsn.parse(settings.database_url).application_name
-        postgres = Postgres(
-            settings.feeding(PostgresSettings, **({"application_name": named} if named else {})),
-            timeouts,
-            clock=clock,
-        )
-    if settings.redis_url is not None:
-        redis = RedisStreams(settings.feeding(RedisSettings, tls=settings.redis_tls), timeouts)
+    postgres = (
+        Postgres(postgres_settings(settings), timeouts, clock=clock) if settings.database_url is not None else None
+    )
+    redis = RedisStreams(redis_settings(settings), timeouts) if settings.redis_url is not None else None
     return Sources(postgres=postgres, redis=redis)
 
 

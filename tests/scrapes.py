@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from exporter.service import build_exporter
 from exporter.settings import load
 

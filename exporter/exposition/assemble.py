@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from exporter.errors import Reason
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
+from exporter.reasons import Reason
 from exporter.samples import Sample
 from registry import TAIL_FAMILIES, VERSION, Registry
 from registry.families import (

@@ -12,12 +12,12 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from exporter.exporter import Exporter
 from exporter.http.auth import BasicAuth
 from exporter.http.endpoint import MetricsEndpoint
 from exporter.http.middleware import ExtraHeaders, ProxyBarrier
 from exporter.http.reload import StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import WebConfig
-from exporter.scrape import Exporter
 from registry import VERSION
 
 LANDING_PAGE = f"""<!doctype html>

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from exporter.exporter import Exporter
 from exporter.exposition.text import CONTENT_TYPE
-from exporter.scrape import Exporter
 
 SCRAPE_TIMEOUT_HEADER = b"x-prometheus-scrape-timeout-seconds"
 

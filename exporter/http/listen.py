@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import errno
 import socket
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from exporter.errors import ListenError
 from exporter.options import Refused
@@ -73,3 +75,30 @@ def listening_on(sock: socket.socket) -> str:
     if host in ("0.0.0.0", "::"):
         return f"{show_address(host, port)} (every {'IPv4' if host == '0.0.0.0' else 'IPv6'} interface)"
     return show_address(host, port)
+
+
+class ListenAddress(NamedTuple):
+    host: str  # "" listens on every interface, IPv4 and IPv6
+    port: int
+
+
+@dataclass(frozen=True)
+class ListenParser:
+    kind: str = "HOST:PORT, one address"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> ListenAddress:
+        if "," in raw or any(char.isspace() for char in raw):
+            raise Refused(f"{raw!r}: give one HOST:PORT")
+        host, sep, port = raw.rpartition(":")
+        if not sep:
+            raise Refused(f"{raw!r} is not HOST:PORT")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        try:
+            number = int(port)
+        except ValueError:
+            raise Refused(f"port {port!r} is not a number") from None
+        if not 0 <= number <= 65535:
+            raise Refused(f"port {number} is out of range")
+        resolve(host, number)  # what serve binds, resolved the same way
+        return ListenAddress(host, number)

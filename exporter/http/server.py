@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from exporter.exporter import Exporter
 from exporter.http.app import create_app
 from exporter.http.connections import ConnectionBook
 from exporter.http.fdlimit import connection_cap, raise_fd_limit
@@ -24,7 +25,6 @@ from exporter.http.listen import bind, listening_on
 from exporter.http.reload import ReloadingWebConfig, StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import TlsConfig, WebConfig
 from exporter.process import ProcessTail
-from exporter.scrape import Exporter
 from exporter.service import build_exporter
 from exporter.settings import Settings
 

@@ -30,6 +30,7 @@ from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.connection import Connection
 
 from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
+from exporter.reasons import Reason
 from exporter.sources.redis_errors import reply_error
 from exporter.sources.redis_exchange import exchange
 
@@ -185,7 +186,7 @@ def slot_map_errors() -> Iterator[None]:
             if isinstance(cause, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError | OSError):
                 raise redis.exceptions.ConnectionError(f"no node of the URL answered: {cause}") from exc
         if isinstance(exc, redis.exceptions.SlotNotCoveredError) or "not covered" in str(exc):
-            raise RedisUnavailable("CLUSTERDOWN", str(exc)) from exc
+            raise RedisUnavailable("CLUSTERDOWN", str(exc), Reason.CLUSTER_DOWN) from exc
         for cause in causes[1:]:
             if isinstance(cause, redis.exceptions.ResponseError):
                 raise cause from exc  # translated by the caller, as any error reply

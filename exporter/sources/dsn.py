@@ -27,6 +27,7 @@ from typing import Any
 from asyncpg import connect_utils
 from asyncpg import exceptions as pg_exceptions
 
+from exporter.options import Refused
 from exporter.sources import url_secrets
 
 SCHEMES = ("postgresql", "postgres")
@@ -320,3 +321,17 @@ def ambiguous_authority(url: str) -> bool:
 def redact(url: str) -> str:
     """The URL with every credential replaced by ***, for messages and logs (see url_secrets.mask_url)."""
     return url_secrets.mask_url(url)
+
+
+@dataclass(frozen=True)
+class PostgresUrl:
+    """A PostgreSQL URL if asyncpg would accept it (several hosts, sockets, TLS files...)."""
+
+    kind: str = "postgresql:// URL"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> str:
+        try:
+            parse(raw, env)
+        except InvalidDatabaseUrl as exc:
+            raise Refused(f"{redact(raw)}: {exc.problem}") from None
+        return raw

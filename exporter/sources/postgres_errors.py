@@ -1,6 +1,7 @@
 """asyncpg's exceptions, translated where the PostgreSQL source catches them into
-the exporter's typed errors (exporter.errors), each carrying its reason: nothing
-downstream imports asyncpg to tell what went wrong."""
+the exporter's typed errors (exporter.errors), each carrying its reason, and a
+server's error written on one line: nothing downstream imports asyncpg to tell
+what went wrong."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 
 import asyncpg
 
-from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, Reason, server_words
+from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused
+from exporter.reasons import Reason
 
 # The SQLSTATEs (by asyncpg's class for each) the exporter knows; the first match wins.
 REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
@@ -55,6 +57,17 @@ def translated(exc: BaseException) -> BaseException:
     if isinstance(exc, asyncpg.InterfaceError):
         return DatabaseConnectionBroken(f"{type(exc).__name__}: {exc}")
     return exc
+
+
+def server_words(exc: BaseException) -> str:
+    """A server's error on one line: SQLSTATE, message and detail, never the hint
+    (the driver's hints are advice for its own users, over many lines)."""
+    message = str(exc.args[0]) if exc.args else type(exc).__name__
+    detail = getattr(exc, "detail", None)
+    text = f"{message} ({detail})" if detail else message
+    one_line = " ".join(text.split())
+    sqlstate = getattr(exc, "sqlstate", None)
+    return f"{sqlstate}: {one_line}" if sqlstate else one_line
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ names the signal compares (a group in `XINFO GROUPS`) are compared as bytes.
 The streams and groups are known (closed registry), so there is never a KEYS
 or SCAN; a failure is not retried here: the cache's TTL is the retry. On a
 single server, `INFO replication` rides in the same pipeline, so a replica's
-link to its master is checked with every reading (exporter/replication.py).
+link to its master is checked with every reading (exporter/freshness.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
+from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
-from exporter.replication import ReplicaLink, redis_link, require_fresh
 from exporter.sources.cluster_read import ClusterReader, Command
-from exporter.sources.redis_clients import RedisClient, RedisRoad, build_road
+from exporter.sources.redis_clients import RedisClient, RedisClients, build_clients
 from exporter.sources.redis_errors import reply_error, translating
 from exporter.sources.redis_exchange import exchange
 from exporter.sources.redis_tls import NO_TLS, RedisTls
@@ -101,21 +101,23 @@ class RedisStreams:
         self.settings = settings
         self.timeouts = timeouts
         # A client given here (the tests' cluster behind relays) is read as it is.
-        self._road: RedisRoad | None = RedisRoad(client) if client is not None else None
+        self._clients: RedisClients | None = RedisClients(client) if client is not None else None
         self._cluster: ClusterReader | None = None
         self._life = Lifecycle("the Redis reader")
         # The link of the server the last reading got as far as INFO on: shown as a
-        # meta gauge whether or not the streams were measured (exporter/replication.py).
+        # meta gauge whether or not the streams were measured (exporter/freshness.py).
         self.replica_link: ReplicaLink | None = None
 
-    def _get_road(self) -> RedisRoad:
+    def _get_clients(self) -> RedisClients:
         self._life.ensure_open()
-        if self._road is None:
-            self._road = build_road(self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts)
-        return self._road
+        if self._clients is None:
+            self._clients = build_clients(
+                self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts
+            )
+        return self._clients
 
     def _get_client(self) -> Client:
-        return self._get_road().client
+        return self._get_clients().client
 
     async def read(
         self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str = "streams"
@@ -130,8 +132,8 @@ class RedisStreams:
         self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str
     ) -> StreamsReading:
         commands = stream_commands(groups, deadletter_streams)
-        road = self._get_road()
-        client = road.client
+        clients = self._get_clients()
+        client = clients.client
         if isinstance(client, RedisCluster):
             self.replica_link = None
             if self._cluster is None or self._cluster.cluster is not client:
@@ -139,7 +141,7 @@ class RedisStreams:
             # A cluster's masters are read, never a replica: a node that is one redirects.
             return reading_of(await self._cluster.read(commands), groups, None)
         try:
-            await road.before_read()  # behind sentinels: the master they name now
+            await clients.before_read()  # behind sentinels: the master they name now
             assert isinstance(client, redis.asyncio.Redis)
             pool = client.connection_pool
             # Checked by the pool before it is lent (one closed by the server is replaced).
@@ -159,7 +161,7 @@ class RedisStreams:
             if isinstance(info, redis.exceptions.ResponseError):
                 raise reply_error(info, ("INFO",))
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
-        link = self.replica_link = redis_link(road.server(), info)
+        link = self.replica_link = redis_link(clients.server(), info)
         require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
         for reply, command in zip(replies[1:], commands, strict=True):
             if isinstance(reply, redis.exceptions.ResponseError):
@@ -169,14 +171,14 @@ class RedisStreams:
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
         with translating():
-            return await self._get_road().where_reads_go()
+            return await self._get_clients().where_reads_go()
 
     async def close(self) -> None:
         self._life.close()
-        if self._road is not None:
-            road, self._road = self._road, None
+        if self._clients is not None:
+            clients, self._clients = self._clients, None
             cluster, self._cluster = self._cluster, None
             async with asyncio.timeout(CLOSE_SECONDS):
                 if cluster is not None:
                     await cluster.aclose()
-                await road.aclose()
+                await clients.aclose()

@@ -1,4 +1,5 @@
-"""The redis-py client for each road a Redis URL can take (exporter.sources.redis_url).
+"""The redis-py clients for each kind of Redis a URL can name (exporter.sources.redis_url):
+one server, a master behind sentinels, or a cluster.
 
 Every client is built with the same options: the exporter's timeouts, no
 retry (the cache's TTL is the retry), RESP2, replies as bytes (a payload is
@@ -97,7 +98,7 @@ class AgreeingSentinel(Sentinel):
 
 
 @dataclass
-class SentinelRoad:
+class SentinelClients:
     """The sentinels of a redis+sentinel:// URL and the client of the master they name."""
 
     sentinel: Sentinel
@@ -159,11 +160,11 @@ class SentinelRoad:
 
 
 @dataclass
-class RedisRoad:
+class RedisClients:
     """The client the source reads through, and what must happen around it."""
 
     client: RedisClient
-    sentinels: SentinelRoad | None = None
+    sentinels: SentinelClients | None = None
 
     async def before_read(self) -> None:
         if self.sentinels is not None:
@@ -193,7 +194,7 @@ class RedisRoad:
             await self.client.aclose()
 
 
-def build_road(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: Timeouts) -> RedisRoad:
+def build_clients(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: Timeouts) -> RedisClients:
     """The client for `target`; it connects at its first command."""
     options = connection_options(client_name, timeouts, tls if target.tls else None)
     credentials: dict[str, Any] = {"username": target.username, "password": target.password}
@@ -209,7 +210,7 @@ def build_road(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: T
         }
         sentinel = AgreeingSentinel(list(target.nodes), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
         master = sentinel.master_for(target.service_name, db=target.db, **credentials, **options)
-        return RedisRoad(master, SentinelRoad(sentinel, target.service_name, master))
+        return RedisClients(master, SentinelClients(sentinel, target.service_name, master))
     if target.kind is RedisKind.CLUSTER:
         retry = options.pop("retry")
         cluster = RedisCluster(
@@ -218,10 +219,10 @@ def build_road(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: T
             **credentials,
             **options,
         )
-        return RedisRoad(cluster)
+        return RedisClients(cluster)
     if target.socket_path is not None:
-        return RedisRoad(
+        return RedisClients(
             redis.asyncio.Redis(unix_socket_path=target.socket_path, db=target.db, **credentials, **options)
         )
     ((host, port),) = target.nodes
-    return RedisRoad(redis.asyncio.Redis(host=host, port=port, db=target.db, **credentials, **options))
+    return RedisClients(redis.asyncio.Redis(host=host, port=port, db=target.db, **credentials, **options))

@@ -10,12 +10,20 @@ from contextlib import contextmanager
 import redis.exceptions
 
 from exporter.errors import (
-    UNAVAILABLE_CODES,
     RedisClusterRedirect,
     RedisGroupMissing,
     RedisPermissionDenied,
     RedisUnavailable,
 )
+from exporter.reasons import Reason
+
+# Redis's error codes for a server that cannot serve now, and the reason each is.
+UNAVAILABLE_CODES: dict[str, Reason] = {
+    "CLUSTERDOWN": Reason.CLUSTER_DOWN,
+    "READONLY": Reason.READ_ONLY_REPLICA,
+    "LOADING": Reason.SERVER_LOADING,
+    "MASTERDOWN": Reason.MASTER_DOWN,
+}
 
 
 def translated(
@@ -28,7 +36,7 @@ def translated(
     if isinstance(exc, redis.exceptions.AskError):  # MOVED is a kind of ASK
         return RedisClusterRedirect(key, exc.slot_id, f"{exc.host}:{exc.port}")
     if isinstance(exc, redis.exceptions.RedisError) and exc.status_code in UNAVAILABLE_CODES:
-        return RedisUnavailable(exc.status_code, str(exc))
+        return RedisUnavailable(exc.status_code, str(exc), UNAVAILABLE_CODES[exc.status_code])
     if isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith("NOGROUP") and key and group:
         return RedisGroupMissing(key, group)
     return exc

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from exporter.errors import InvalidRedisUrl
-from exporter.sources import dsn
+from exporter.options import Refused
+from exporter.sources import dsn, url_secrets
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379
@@ -287,3 +289,22 @@ def _port(text: str, where: str) -> int:
             " (a password with '/', '?', '#' or '@' must be percent-encoded)"
         )
     return int(text)
+
+
+@dataclass(frozen=True)
+class RedisUrl:
+    """A Redis URL the exporter can use, every part known (exporter.sources.redis_url)."""
+
+    kind: str = "redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// URL (rediss+... for TLS)"
+
+    def __call__(self, raw: str, env: Mapping[str, str]) -> str:
+        if dsn.ambiguous_authority(raw):
+            raise Refused(f"{dsn.redact(raw)} is not a valid URL: {url_secrets.ENCODE}")
+        unreadable = url_secrets.ambiguity(raw, KNOWN_PARAMETERS)
+        if unreadable is not None:
+            raise Refused(f"{dsn.redact(raw)} is not a valid URL: {unreadable}")
+        try:
+            parse_redis_url(raw)
+        except InvalidRedisUrl as exc:
+            raise Refused(exc.problem) from None
+        return raw

@@ -10,18 +10,20 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from exporter.errors import Reason
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable
+from exporter.reasons import Reason
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
-from exporter.settings import Settings, redact_url
+from exporter.settings import Settings
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
-from exporter.sources.postgres import PoolMode, Postgres
+from exporter.sources.dsn import redact as redact_url
+from exporter.sources.pool_mode import PoolMode
+from exporter.sources.pooler import PoolerUndecided, SessionProbe
+from exporter.sources.postgres import Postgres
 from exporter.sources.redis import RedisStreams
 from exporter.sources.redis_url import shown
-from exporter.sources.road import RoadUndecided, SessionProbe
 from exporter.timeouts import Timeouts
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
@@ -101,7 +103,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
     try:
         async with asyncio.timeout(timeouts.deadline):
             probe = await postgres.probe_session()
-    except RoadUndecided as undecided:
+    except PoolerUndecided as undecided:
         say(f"warn pool mode: the road was not checked: {undecided.evidence}")
     except Exception as exc:  # reported as a reason, like any measurement
         failure, advice = await _road_failure(exc, postgres, timeouts)

@@ -5,7 +5,8 @@ Every `Reason` has a hint: a reason without one fails at import.
 
 from __future__ import annotations
 
-from exporter.errors import Reason, flag_of, setting
+from exporter.flags import flag_of, setting
+from exporter.reasons import Reason
 from exporter.signals.base import Source
 
 DATABASE_URL, REDIS_URL, DEADLINE = flag_of("database_url"), flag_of("redis_url"), flag_of("deadline")

@@ -11,6 +11,7 @@ import pytest
 
 from devkit import mixin
 from devkit.tools import tool
+from tests.grafana.promql import selectors
 
 from .shorten import REPO_ROOT
 
@@ -32,6 +33,11 @@ def test_checked_in_files_are_the_default_rendering(default_rendering: dict[str,
         assert (REPO_ROOT / path).read_text(encoding="utf-8") == text, f"{path} drifted from mixin/: re-render it"
 
 
+def test_rendering_is_deterministic(default_rendering: dict[str, str]) -> None:
+    """Two renderings of the same mixin are the same bytes (no order or time taken from the run)."""
+    assert {str(path): text for path, text in mixin.render().items()} == default_rendering
+
+
 def test_mixin_outputs_have_the_mixin_shape() -> None:
     tool("jsonnet")
     rendering = mixin.evaluate()
@@ -46,6 +52,7 @@ def test_mixin_outputs_have_the_mixin_shape() -> None:
 
 RAW_SELECTOR = re.compile(r"\b(up|orpycamcp_[a-z0-9_]+)(\{[^}]*\})?")
 BY_CLAUSE = re.compile(r"\bby \(([^)]*)\)")
+LABEL_VALUES = re.compile(r"^label_values\((.*), *\w+\)$")
 
 
 def test_config_override_reaches_every_selector() -> None:
@@ -61,6 +68,15 @@ def test_config_override_reaches_every_selector() -> None:
     groupings = [set(map(str.strip, m.group(1).split(","))) for e in exprs for m in BY_CLAUSE.finditer(e)]
     assert not any("cluster" in labels for labels in groupings)
     assert sum("shard" in labels for labels in groupings) > 20
+    # Every query and variable of the dashboard reads only the selected deployment.
+    (overview,) = rendering.dashboards.values()
+    variables = [v for v in overview["templating"]["list"] if v["type"] == "query"]
+    queries = [str(t["expr"]) for p in overview["panels"] for t in p.get("targets", [])]
+    queries += [LABEL_VALUES.sub(r"\1", str(v["query"]["query"])) for v in variables]
+    (wanted,) = selectors("{" + selector + "}")
+    dashboard_selectors = [s for query in queries for s in selectors(query)]
+    assert len(dashboard_selectors) > 40
+    assert all(set(wanted.matchers) <= set(s.matchers) for s in dashboard_selectors)
     dashboard = json.dumps(rendering.dashboards)
     assert "by (shard, signal)" in dashboard
     assert "{{shard}}" in dashboard

@@ -10,8 +10,9 @@ import asyncio
 import pytest
 
 from exporter.errors import Closed
+from exporter.service import postgres_settings
 from exporter.settings import load
-from exporter.sources.postgres import Postgres, PostgresSettings
+from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
 from tests.scrapes import make_exporter, scrape
@@ -66,7 +67,7 @@ async def test_the_replay_lag_reader_closes_with_the_exporter(platform: Platform
 async def test_a_closed_postgres_reader_never_connects_again(platform: Platform) -> None:
     await platform.add_tenant("acme")
     settings = load({"database_url": platform.exporter_url, "deadline": 5}, {})
-    postgres = Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=5))
+    postgres = Postgres(postgres_settings(settings), Timeouts(deadline=5))
     assert await postgres.active_tenant_slugs() == ["acme"]
     assert await platform.exporter_sessions() == 1
     await postgres.close()

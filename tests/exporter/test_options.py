@@ -1,6 +1,6 @@
 """The option declarations are the only source of each setting: its environment
 names follow one rule, its default is written once, and the components take
-their values from it."""
+their values from it (exporter.service, field by field)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from exporter.cache import SignalCache
 from exporter.errors import InvalidSettings
 from exporter.http.limits import bounded_protocol
+from exporter.options import Option
 from exporter.service import build_sources, timeouts_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings, load
 from exporter.sources.postgres import PostgresSettings
@@ -33,6 +34,28 @@ COMPONENTS: dict[str, Any] = {
     "SignalCache": SignalCache,
     "bounded_protocol": bounded_protocol,
 }
+
+
+# Which component field each option reaches through exporter.service: checked below
+# against what the wiring builds, with the declared defaults and with values given.
+FEEDS: dict[str, tuple[str, ...]] = {
+    "database_url": ("PostgresSettings.url",),
+    "redis_url": ("RedisSettings.url",),
+    "ttl": ("SignalCache.ttl",),
+    "deadline": ("Timeouts.deadline",),
+    "max_connections": ("PostgresSettings.max_connections",),
+    "batch_size": ("PostgresSettings.batch_size",),
+    "idle_close": ("PostgresSettings.idle_close_seconds",),
+    "max_queries": ("PostgresSettings.max_queries_per_connection",),
+    "pool_mode": ("PostgresSettings.pool_mode",),
+    "database_replica_max_staleness": ("PostgresSettings.replica_max_staleness",),
+    "redis_replica_max_staleness": ("RedisSettings.replica_max_staleness",),
+    "head_timeout": ("bounded_protocol.head_timeout",),
+}
+
+
+def feeds(option: Option[Any]) -> tuple[str, ...]:
+    return FEEDS.get(option.name, ())
 
 
 def test_environment_names_follow_one_rule() -> None:
@@ -133,7 +156,7 @@ def defaults_written_outside_the_declarations(files: dict[str, str]) -> list[str
     is an option or a component setting an option feeds (whatever its value)."""
     names = {_normalised(option.name): option.flag for option in OPTIONS}
     for option in OPTIONS:
-        names.update((_normalised(target.split(".", 1)[1]), option.flag) for target in option.feeds)
+        names.update((_normalised(target.split(".", 1)[1]), option.flag) for target in feeds(option))
     found = []
     for path, source in files.items():
         for name, line in literal_bindings(source):
@@ -173,7 +196,7 @@ def test_the_scan_finds_a_second_default() -> None:
 
 
 def test_every_fed_component_setting_has_no_default_of_its_own() -> None:
-    fed = [target for option in OPTIONS for target in option.feeds]
+    fed = [target for option in OPTIONS for target in feeds(option)]
     assert fed, "no option feeds a component"
     for target in fed:
         component, name = target.split(".", 1)
@@ -187,20 +210,25 @@ def test_every_fed_component_setting_has_no_default_of_its_own() -> None:
             assert parameter.default is inspect.Parameter.empty, target
 
 
-def test_the_components_take_the_declared_defaults() -> None:
-    """Built with nothing but a URL, each component holds its option's declared default."""
-    settings = load({"database_url": DB, "redis_url": "redis://r:6379/0"}, {})
+def built_components(settings: Settings) -> dict[str, Any]:
+    """The settings of the components exporter.service builds, by class name."""
     sources = build_sources(settings)
     assert sources.postgres is not None
     assert sources.redis is not None
-    built = {
+    return {
         "PostgresSettings": sources.postgres.settings,
         "RedisSettings": sources.redis.settings,
         "Timeouts": timeouts_of(settings),
     }
+
+
+def test_the_components_take_the_declared_defaults() -> None:
+    """Built with nothing but a URL, each component holds its option's declared default."""
+    settings = load({"database_url": DB, "redis_url": "redis://r:6379/0"}, {})
+    built = built_components(settings)
     checked = 0
     for option in OPTIONS:
-        for target in option.feeds:
+        for target in feeds(option):
             component, name = target.split(".", 1)
             if component not in built:
                 continue
@@ -211,7 +239,7 @@ def test_the_components_take_the_declared_defaults() -> None:
             checked += 1
     assert checked >= 8
     # The derived default: idle close is three TTLs, the TTL's declared default being 30 s.
-    assert sources.postgres.settings.idle_close_seconds == 3 * float(OPTIONS_BY_NAME["ttl"].default or "nan")
+    assert built["PostgresSettings"].idle_close_seconds == 3 * float(OPTIONS_BY_NAME["ttl"].default or "nan")
 
 
 def test_the_urls_stay_out_of_repr() -> None:
@@ -221,3 +249,40 @@ def test_the_urls_stay_out_of_repr() -> None:
     assert sources.redis is not None
     for shown in (repr(settings), repr(sources.postgres.settings), repr(sources.redis.settings)):
         assert "secret" not in shown
+
+
+def test_the_components_take_the_values_given() -> None:
+    """Each option given a value other than its default reaches the field FEEDS names."""
+    given = {
+        "database_url": DB,
+        "redis_url": "redis://r:6379/0",
+        "ttl": "40",
+        "deadline": "7",
+        "max_connections": "5",
+        "batch_size": "99",
+        "idle_close": "77",
+        "max_queries": "1234",
+        "pool_mode": "transaction",
+        "database_replica_max_staleness": "11",
+        "redis_replica_max_staleness": "13",
+    }
+    settings = load(given, {})
+    built = built_components(settings)
+    checked = 0
+    for name, text in given.items():
+        for target in FEEDS[name]:
+            component, field = target.split(".", 1)
+            if component in built:
+                assert getattr(built[component], field) == OPTIONS_BY_NAME[name].parse(text, {}), target
+                checked += 1
+    assert checked == 10
+    # The fields of the sources' settings that no option feeds hold no value that could be one.
+    for owner in (PostgresSettings, RedisSettings):
+        fed = {
+            target.split(".", 1)[1]
+            for targets in FEEDS.values()
+            for target in targets
+            if target.startswith(owner.__name__ + ".")
+        }
+        unfed = {item.name for item in dataclasses.fields(owner)} - fed
+        assert unfed <= {"application_name", "client_name", "tls"}, (owner.__name__, unfed)

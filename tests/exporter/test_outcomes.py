@@ -16,7 +16,6 @@ from exporter.errors import (
     ContractViolation,
     DatabaseRefused,
     DatabaseUnreachable,
-    Reason,
     RedisGroupMissing,
     RedisPermissionDenied,
     RedisUnavailable,
@@ -24,7 +23,9 @@ from exporter.errors import (
     SessionNotKept,
 )
 from exporter.outcomes import classify
+from exporter.reasons import Reason
 from exporter.sources.postgres_errors import translated
+from exporter.sources.redis_errors import translated as redis_translated
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,11 @@ from exporter.sources.postgres_errors import translated
         (socket.gaierror(-2, "Name or service not known"), "connection_error"),
         (RedisGroupMissing("s", "g"), "missing_group"),
         (RedisPermissionDenied("XLEN", "s", "this user has no permissions"), "permission_denied"),
-        (RedisUnavailable("LOADING", "Redis is loading the dataset in memory"), "server_loading"),
+        (
+            RedisUnavailable("LOADING", "Redis is loading the dataset in memory", Reason.SERVER_LOADING),
+            "server_loading",
+        ),
+        (redis_translated(redis.exceptions.BusyLoadingError("Loading", status_code="LOADING")), "server_loading"),
         (SentinelServiceUnknown("nosuch", ["mymaster"]), "unknown_sentinel_service"),
         (redis.exceptions.ResponseError("WRONGTYPE"), "redis_error"),
         (redis.exceptions.ConnectionError("refused"), "connection_error"),

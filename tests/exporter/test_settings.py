@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from exporter.errors import ConfigError, InvalidSettings
-from exporter.settings import load, redact_url
-from exporter.sources.postgres import PoolMode
+from exporter.settings import load
+from exporter.sources.dsn import redact as redact_url
+from exporter.sources.pool_mode import PoolMode
 
 DB = "postgresql://u:secret@db:5432/platform"
 

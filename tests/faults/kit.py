@@ -17,7 +17,7 @@ import pytest
 from redis.asyncio import Redis as AsyncRedis
 
 from devkit.servers import RedisServer
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import AUDIT_PREFIX, DLQ_PREFIX, PRESERVATION_PREFIX, STREAMS_PREFIX, Page, scrape, value_series

@@ -13,7 +13,7 @@ import pytest
 
 from devkit.pgbouncer import pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import Reason
+from exporter.reasons import Reason
 from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.hints import hint
 from exporter.tools.reach import NO_SESSION_HINT

@@ -14,7 +14,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.servers import LocalRedis, ServerUnavailable, free_port, start_redis
-from exporter.errors import Reason
+from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.tools.hints import REDIS_ACL, REDIS_CLUSTER_RIGHTS, hint
 from registry.values import DEADLETTER_STREAMS

@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 from devkit.redis_sentinel import SERVICE, SentinelDeployment, start_sentinel_deployment
 from devkit.redis_tls import issue
 from devkit.servers import ServerUnavailable
-from exporter.errors import Reason
+from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.sources.redis_tls import RedisTls
 from exporter.tools.hints import hint

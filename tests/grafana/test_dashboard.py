@@ -7,6 +7,7 @@ target-instance-rule, panel-units-rule and panel-title-description-rule.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -17,11 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
+from devkit import mixin
 from devkit.tools import tool
 from registry import FAMILIES
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
-from .promql import PromQLSyntaxError, Selector, metric_names, selectors
+from .promql import Matcher, PromQLSyntaxError, Selector, metric_names, selectors
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD_PATH = REPO_ROOT / "grafana" / "dashboards" / "orpycamcp-overview.json"
@@ -125,13 +127,20 @@ def panels() -> list[dict[str, Any]]:
     return found
 
 
+def row_panels(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """An expanded row holds the panels below it up to the next row."""
+    top: list[dict[str, Any]] = dashboard()["panels"]
+    start = top.index(row) + 1
+    end = next((i for i in range(start, len(top)) if top[i]["type"] == "row"), len(top))
+    return top[start:end]
+
+
 def test_a_row_per_backlog_shows_its_items_per_state_and_arrivals() -> None:
-    top = dashboard()["panels"]
-    rows = [panel for panel in top if panel["type"] == "row"]
-    assert [row.get("repeat") for row in rows] == ["backlog"]
-    row = rows[0]
-    # An expanded row holds the panels below it up to the next row: here, to the end.
-    below = top[top.index(row) + 1 :]
+    rows = [panel for panel in dashboard()["panels"] if panel["type"] == "row"]
+    repeated = [row for row in rows if "repeat" in row]
+    assert [row["repeat"] for row in repeated] == ["backlog"]
+    row = repeated[0]
+    below = row_panels(row)
     assert below
     assert all(panel["gridPos"]["y"] > row["gridPos"]["y"] for panel in below)
     shown = {name for panel in below for target in panel["targets"] for name in metric_names(str(target["expr"]))}
@@ -220,14 +229,32 @@ def test_dashboard_identity() -> None:
 
 
 def test_panel_ids_unique_and_layout_fits() -> None:
-    ids = [panel["id"] for panel in panels()]
+    everything = dashboard()["panels"]
+    ids = [panel["id"] for panel in everything]
     assert len(ids) == len(set(ids))
-    for panel in panels():
+    for panel in everything:
         grid = panel["gridPos"]
         assert grid["x"] >= 0, panel["title"]
         assert grid["w"] > 0, panel["title"]
         assert grid["x"] + grid["w"] <= 24, panel["title"]
         assert grid["h"] > 0
+
+
+def test_layout_is_in_reading_order_without_overlaps() -> None:
+    """Grafana gives a row the panels that follow it in the list: list order is reading order."""
+    everything = dashboard()["panels"]
+    positions = [(panel["gridPos"]["y"], panel["gridPos"]["x"]) for panel in everything]
+    assert positions == sorted(positions)
+    cells: dict[tuple[int, int], str] = {}
+    for panel in everything:
+        grid = panel["gridPos"]
+        for y in range(grid["y"], grid["y"] + grid["h"]):
+            for x in range(grid["x"], grid["x"] + grid["w"]):
+                assert (x, y) not in cells, (panel["title"], cells.get((x, y)))
+                cells[(x, y)] = panel["title"]
+    for row in (panel for panel in everything if panel["type"] == "row"):
+        assert row["gridPos"] == {"x": 0, "y": row["gridPos"]["y"], "w": 24, "h": 1}
+        assert row_panels(row), f"row {row['title']!r} holds no panel"
 
 
 # --- dashboard-linter rules ----------------------------------------------------
@@ -275,7 +302,7 @@ def test_panel_type_and_targets(panel_id: str) -> None:
 
 
 def test_cluster_variable() -> None:
-    """Multi-select with All; All is `.*` so that series without a `cluster` label (one cluster) match."""
+    """Multi-select with All; All is `.*` so that series without the cluster label (one cluster) match."""
     variable = template("cluster")
     assert variable["type"] == "query"
     assert variable["datasource"]["uid"] in TEMPLATED_DATASOURCES
@@ -285,28 +312,59 @@ def test_cluster_variable() -> None:
     assert variable["allValue"] == ".*"
     match = LABEL_VALUES.match(variable_query(variable).strip())
     assert match
-    assert match.group(2) == "cluster"
+    assert match.group(2) == cluster_label()
     names = [v["name"] for v in templates()]
     assert names.index("job") < names.index("cluster") < names.index("instance")
+
+
+@functools.cache
+def default_config() -> dict[str, Any]:
+    """The mixin's `_config`, which the checked-in dashboard is rendered with."""
+    tool("jsonnet")
+    return mixin.default_config()
+
+
+def cluster_label() -> str:
+    """The target label that names a cluster (`clusterLabel`); the variable is `$cluster` whatever it is."""
+    return str(default_config()["clusterLabel"])
+
+
+def deployment_matchers() -> set[Matcher]:
+    """The matchers of the mixin's `orpycamcpSelector`."""
+    (selector,) = selectors("{" + str(default_config()["orpycamcpSelector"]) + "}")
+    return set(selector.matchers)
+
+
+def test_every_query_and_variable_reads_only_this_deployment() -> None:
+    """ "All" is `.+` / `.*`, which matches any job: every selector also carries the deployment's own
+    matchers, so no panel or variable shows another job's series (`up{job="prometheus"}`)."""
+    deployment = deployment_matchers()
+    assert deployment
+    exprs = all_dashboard_exprs()
+    assert len(exprs) > len(panels())
+    for expr in exprs:
+        for selector in selectors(expr):
+            assert deployment <= set(selector.matchers), expr
 
 
 def is_platform_record(metric: str | None) -> bool:
     return metric is not None and PLATFORM_RECORD.match(metric) is not None
 
 
-@pytest.mark.parametrize("label", ["job", "cluster", "instance"])
-def test_target_job_and_instance_rules(label: str) -> None:
-    """target-job-rule / target-instance-rule: every selector filters with label=~"$label".
+@pytest.mark.parametrize("variable", ["job", "cluster", "instance"])
+def test_target_job_and_instance_rules(variable: str) -> None:
+    """target-job-rule / target-instance-rule: every selector filters with label=~"$variable".
 
     A platform total spans every cluster and replica: it is filtered by job only.
     """
+    label = cluster_label() if variable == "cluster" else variable
     for panel, target in targets():
         for selector in selectors(str(target["expr"])):
             if is_platform_record(selector.metric):
                 assert selector.has("job", "=~", "$job"), (panel["title"], target["expr"])
                 assert label == "job" or not any(m.label == label for m in selector.matchers), target["expr"]
                 continue
-            assert selector.has(label, "=~", f"${label}"), (panel["title"], target["expr"])
+            assert selector.has(label, "=~", f"${variable}"), (panel["title"], target["expr"])
     # The cluster and instance variables are themselves filtered by the selected jobs.
     for expr in variable_selector_exprs()[1:]:
         assert all(s.has("job", "=~", "$job") for s in selectors(expr)), expr
@@ -319,10 +377,10 @@ def test_per_cluster_panels_keep_the_cluster() -> None:
         if any(is_platform_record(s.metric) for s in selectors(expr)):
             continue
         for group in re.findall(r"\bby\s*\(([^)]*)\)", expr):
-            assert "cluster" in {g.strip() for g in group.split(",")}, (panel["title"], expr)
+            assert cluster_label() in {g.strip() for g in group.split(",")}, (panel["title"], expr)
         legend = str(target.get("legendFormat", ""))
         if legend != "__auto":
-            assert "{{cluster}}" in legend, (panel["title"], legend)
+            assert "{{" + cluster_label() + "}}" in legend, (panel["title"], legend)
 
 
 def test_platform_totals_beside_per_cluster_series() -> None:
@@ -534,7 +592,7 @@ def test_every_registry_family_is_on_the_dashboard() -> None:
 
 def test_label_names_exist_in_registry() -> None:
     """Labels named in dashboard matchers and legends are registry or target labels."""
-    known = {"job", "cluster", "instance", "backlog", "group", "state", "window"} | {
+    known = {"job", cluster_label(), "instance", "backlog", "group", "state", "window"} | {
         label for family in FAMILIES for label in family.labels
     }
     for panel, target in targets():

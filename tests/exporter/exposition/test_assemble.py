@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.errors import Reason
 from exporter.exposition.assemble import assemble, assemble_connections
 from exporter.outcomes import Failure, Outcome
 from exporter.process import assemble_process
+from exporter.reasons import Reason
 from exporter.samples import Sample
 from registry import BUILTIN, TAIL_FAMILIES, VERSION
 from registry.families import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import pending_only
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from tests.platform import Platform, at
 from tests.scrapes import Page, make_exporter, scrape
 

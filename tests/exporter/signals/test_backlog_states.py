@@ -15,7 +15,7 @@ import pytest
 
 from devkit.backlogs import example_backlogs, without
 from exporter.backlogs import parse_backlogs
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from exporter.signals.backlog import batch_sql, predicate
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape

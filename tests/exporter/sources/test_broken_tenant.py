@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from exporter.scrape import Exporter
-from exporter.sources.postgres import PoolMode, Postgres, PostgresSettings
+from exporter.exporter import Exporter
+from exporter.sources.pool_mode import PoolMode
+from exporter.sources.postgres import APPLICATION_NAME, Postgres
 from exporter.tools.demo import EXPORTER_ROLE
 from registry.values import ORIGIN_GROUPS
 from tests.platform import Platform, at
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.anyio
 TENANTS = ("acme", "globex", "initech", "umbrella", "wonka", "zorg")
 BROKEN = "initech"  # in the middle: the lane reading it has batches before and after it
 REFRESHES = 5
-APPLICATION = PostgresSettings.application_name  # the exporter's name for itself, when the URL names none
+APPLICATION = APPLICATION_NAME  # the exporter's name for itself, when the URL names none
 
 Prepared = frozenset[tuple[int, str, object]]  # (backend pid, name, prepare time)
 

@@ -16,12 +16,16 @@ import pytest
 
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import DatabaseRefused, Reason
+from exporter.errors import DatabaseRefused
+from exporter.exporter import Exporter
 from exporter.outcomes import classify
-from exporter.scrape import Exporter
+from exporter.reasons import Reason
+from exporter.service import postgres_settings
 from exporter.settings import load
-from exporter.sources.postgres import PoolMode, Postgres, PostgresSettings, milliseconds
-from exporter.sources.road import BACKEND_PID_SQL
+from exporter.sources.pool_mode import PoolMode
+from exporter.sources.pooler import BACKEND_PID_SQL
+from exporter.sources.postgres import Postgres
+from exporter.sources.transaction import milliseconds
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.hints import hint
@@ -224,7 +228,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
 
 def transaction_client(url: str, deadline: float) -> Postgres:
     settings = load({"database_url": url, "pool_mode": "transaction", "deadline": deadline}, {})
-    return Postgres(settings.feeding(PostgresSettings), Timeouts(deadline=deadline))
+    return Postgres(postgres_settings(settings), Timeouts(deadline=deadline))
 
 
 async def test_every_transaction_is_read_only_with_its_own_limits_through_a_transaction_pooler(

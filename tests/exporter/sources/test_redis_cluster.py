@@ -18,9 +18,10 @@ from redis.backoff import NoBackoff
 from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
 from devkit.servers import ServerUnavailable
-from exporter.errors import Reason, RedisClusterRedirect
+from exporter.errors import RedisClusterRedirect
 from exporter.measure import measure
 from exporter.outcomes import Outcome
+from exporter.reasons import Reason
 from exporter.signals import streams
 from exporter.sources import Sources
 from exporter.sources.redis import RedisSettings, RedisStreams

@@ -13,7 +13,7 @@ import redis
 from devkit.redis_cluster import ReplicaPair, start_redis_with, start_replica_pair
 from devkit.servers import ServerUnavailable, free_port
 from devkit.streams import create_stream_groups_at
-from exporter.errors import Reason
+from exporter.reasons import Reason
 from registry.values import DEADLETTER_STREAMS
 from tests.clock import FakeClock
 from tests.scrapes import STREAMS_PREFIX, make_exporter, scrape, value_series

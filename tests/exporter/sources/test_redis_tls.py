@@ -15,7 +15,8 @@ from redis.asyncio import Redis
 
 from devkit.redis_tls import TlsFiles, TlsRedis, issue, start_tls_redis
 from devkit.servers import free_port
-from exporter.errors import ConfigError, Reason
+from exporter.errors import ConfigError
+from exporter.reasons import Reason
 from exporter.settings import load
 from exporter.sources.redis_tls import RedisTls
 from tests.redis_roads import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog

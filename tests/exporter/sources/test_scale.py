@@ -23,7 +23,7 @@ from devkit.tenants import (
     expected_totals,
     slug,
 )
-from exporter.scrape import Exporter
+from exporter.exporter import Exporter
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
 

@@ -15,7 +15,8 @@ import pytest
 
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from devkit.standby import caught_up, start_standby
-from exporter.errors import DatabaseUnreachable, Reason
+from exporter.errors import DatabaseUnreachable
+from exporter.reasons import Reason
 from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock

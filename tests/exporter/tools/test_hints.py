@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import re
 
-from exporter.errors import Closed, MeasurementError, Reason, SourceError
+from exporter.errors import Closed, MeasurementError, SourceError
+from exporter.reasons import Reason
 from exporter.settings import OPTIONS
 from exporter.tools.hints import HINTS, REDIS_HINTS, hint
 

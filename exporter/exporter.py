@@ -1,4 +1,4 @@
-"""One scrape: ask every enabled signal's cache, render once per set of outcomes."""
+"""The exporter: one scrape asks every enabled signal's cache and renders once per set of outcomes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from types import MappingProxyType
 from exporter.cache import SignalCache
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
+from exporter.freshness import redis_lag_samples
 from exporter.outcomes import Outcome
 from exporter.page import Page, PageCache
-from exporter.replica import ReplayLag
-from exporter.replication import redis_lag_samples
+from exporter.replay_lag import ReplayLag
 from exporter.samples import Sample
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts

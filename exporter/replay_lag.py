@@ -70,7 +70,7 @@ class ReplayLag:
         try:
             try:
                 async with asyncio.timeout(self.timeouts.deadline):
-                    # The same reading the signals' staleness rule uses (exporter/replication.py).
+                    # The same reading the signals' staleness rule uses (exporter/freshness.py).
                     link = await self.postgres.standby_link()
                 self._seconds = None if link is None or math.isinf(link.staleness) else link.staleness
             except Exception as exc:  # the signals report what is wrong with the database

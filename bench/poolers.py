@@ -1,13 +1,14 @@
-"""The roads to the database, side by side at one tenant count (10,000 by default):
-the exporter directly, through a PgBouncer in session pooling and through one
-in transaction pooling (Debian's 1.18), in each pool mode that fits the road;
+"""The paths to the database ("roads" in the report and its flags), side by side
+at one tenant count (10,000 by default): the exporter directly, through a
+PgBouncer in session pooling and through one in transaction pooling (Debian's
+1.18), in each pool mode that fits the path;
 the exporter as it was before per-transaction settings (`--before REF`: that
 commit's code, run from a `git archive` of it, directly: it cannot pass a
 PgBouncer); and hand-written floors for the three transaction shapes.
 
-The roads are interleaved (one fresh exporter per road per round, `runs`
+The paths are interleaved (one fresh exporter per path per round, `runs`
 rounds), so a shared machine's load spreads over all of them alike; ratios
-are against the direct road in session mode measured in the same rounds.
+are against the direct path in session mode measured in the same rounds.
 
     .venv/bin/python -m bench.run --tenants 10000 --roads-tenants 10000 --before main
 """
@@ -25,17 +26,18 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from bench.figures import PoolerFigures, PoolersReport
 from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
 from exporter.signals import dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, transaction_opening
+from exporter.sources.postgres import ACTIVE_TENANTS_SQL
+from exporter.sources.transaction import transaction_opening
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,36 +45,11 @@ FLOOR_BATCH = 250
 EXPORTER_ROLE = "orpycamcp_exporter"
 
 
-@dataclass
-class RoadFigures:
-    road: str
-    pool_mode: str
-    first: list[float] = field(default_factory=list)
-    steady: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    statements_steady: int = 0
-    prepares_steady: int = 0
-    correct: bool | None = None
-
-
-@dataclass
-class RoadsReport:
-    tenants: int
-    runs: int
-    steady: int
-    before: str | None
-    loadavg_start: str
-    loadavg_end: str = ""
-    roads: list[RoadFigures] = field(default_factory=list)
-    floors: dict[str, list[float]] = field(default_factory=dict)
-    seconds: float = 0.0
-
-
-async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: CountsCheck) -> RoadFigures:
+async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: CountsCheck) -> PoolerFigures:
     """One fresh exporter: its first refresh, then `steady` more; counts checked on the first complete one."""
     async with fresh_exporter({"database_url": url, "signals": signals, "pool_mode": pool_mode}) as exporter:
         done = await refresh(exporter, steady, check)
-    return RoadFigures(
+    return PoolerFigures(
         "",
         pool_mode,
         first=[done.first.wall],
@@ -124,7 +101,7 @@ def code_at(ref: str) -> Iterator[Path]:
         yield Path(folder)
 
 
-def before_round(code: Path, url: str, steady: int, signals: str) -> RoadFigures:
+def before_round(code: Path, url: str, steady: int, signals: str) -> PoolerFigures:
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, "-c", BEFORE_SCRIPT, url, signals, str(steady)],
@@ -135,7 +112,7 @@ def before_round(code: Path, url: str, steady: int, signals: str) -> RoadFigures
         cwd=code,
     )
     result = json.loads(done.stdout)
-    return RoadFigures(
+    return PoolerFigures(
         "", "session", first=result["times"][:1], steady=result["times"][1:], failures=result["failures"]
     )
 
@@ -198,7 +175,7 @@ async def floor_steady(url: str, shape: str, steady: int, deadline: float) -> li
 # -- the roads ---------------------------------------------------------------------------------------------------
 
 
-async def measure_roads(
+async def measure_poolers(
     server_port: int,
     url: str,
     database: str,
@@ -208,10 +185,10 @@ async def measure_roads(
     steady: int,
     before: str | None,
     signals: str,
-) -> RoadsReport:
+) -> PoolersReport:
     started = time.monotonic()
     check = counts_check(tenants)
-    report = RoadsReport(tenants, runs, steady, before, loadavg())
+    report = PoolersReport(tenants, runs, steady, before, loadavg())
     users = {EXPORTER_ROLE: exporter_password}
     session_bouncer = await asyncio.to_thread(start_pgbouncer, server_port, "session", users)
     transaction_bouncer = await asyncio.to_thread(start_pgbouncer, server_port, "transaction", users)
@@ -225,8 +202,8 @@ async def measure_roads(
             transaction_bouncer.url(EXPORTER_ROLE, exporter_password, database),
         ),
     ]
-    figures = {(road, mode): RoadFigures(road, mode) for road, mode, _ in roads}
-    before_figures = RoadFigures(f"direct, before ({before})", "session") if before else None
+    figures = {(road, mode): PoolerFigures(road, mode) for road, mode, _ in roads}
+    before_figures = PoolerFigures(f"direct, before ({before})", "session") if before else None
     try:
         with code_or_none(before) as code:
             for round_number in range(runs):
@@ -265,7 +242,7 @@ def code_or_none(ref: str | None) -> Iterator[Path | None]:
         yield code
 
 
-def merge(into: RoadFigures, one: RoadFigures) -> None:
+def merge(into: PoolerFigures, one: PoolerFigures) -> None:
     into.first += one.first
     into.steady += one.steady
     into.failures += one.failures
@@ -287,7 +264,7 @@ def ratio(values: list[float], baseline: list[float]) -> str:
     return f"{statistics.median(values) / statistics.median(baseline):.2f}x"
 
 
-def markdown(report: RoadsReport) -> list[str]:
+def markdown(report: PoolersReport) -> list[str]:
     baseline = next((r.steady for r in report.roads if r.road == "direct" and r.pool_mode == "session"), [])
     floor = report.floors.get("implicit", [])
     lines = [

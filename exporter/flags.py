@@ -1,0 +1,55 @@
+"""The command-line flag of every option, by the `Settings` field that declares it:
+the one place a flag is spelled. Plain data below everything else, so that an
+error or a hint can name the flag to set without importing the settings (which
+import most of the package). `exporter.options.declared` gives each declared
+option its flag from here, and fails at import when a field has none or a flag
+no field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from exporter.options import env_name
+
+FLAGS: Mapping[str, str] = MappingProxyType(
+    {
+        "listen_address": "--web.listen-address",
+        "database_url": "--database-url",
+        "database_url_file": "--database-url-file",
+        "redis_url": "--redis-url",
+        "redis_url_file": "--redis-url-file",
+        "redis_tls_ca_file": "--redis.tls-ca-file",
+        "redis_tls_cert_file": "--redis.tls-cert-file",
+        "redis_tls_key_file": "--redis.tls-key-file",
+        "redis_tls_skip_verify": "--redis.tls-insecure-skip-verify",
+        "signals": "--signals",
+        "ttl": "--ttl",
+        "deadline": "--deadline",
+        "max_connections": "--database.max-connections",
+        "batch_size": "--database.batch-size",
+        "idle_close": "--database.idle-close",
+        "max_queries": "--database.max-queries-per-connection",
+        "pool_mode": "--database.pool-mode",
+        "database_replica_max_staleness": "--database.replica-max-staleness",
+        "redis_replica_max_staleness": "--redis.replica-max-staleness",
+        "backlogs_file": "--backlogs.config-file",
+        "web_config_file": "--web.config.file",
+        "http_max_connections": "--web.max-connections",
+        "head_timeout": "--web.request-head-timeout",
+        "log_format": "--log-format",
+        "log_level": "--log-level",
+    }
+)
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the option `name` (its Settings field)."""
+    return FLAGS[name]
+
+
+def setting(name: str, value: str) -> str:
+    """How to give the option `name` this value, by flag and by environment."""
+    flag = FLAGS[name]
+    return f"{flag} {value} ({env_name(flag)}={value})"
