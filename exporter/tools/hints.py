@@ -104,7 +104,8 @@ REDIS_HINTS: dict[Reason, str] = {
     Reason.TIMEOUT: "Redis did not answer within --deadline: look at SLOWLOG GET and the latency"
     " (LATENCY DOCTOR), or raise the deadline (below the TTL)",
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
-    f" (the detail names both): {REDIS_ACL} (on every node of a Redis Cluster, with {REDIS_CLUSTER_RIGHTS});"
+    f" (the detail names both): {REDIS_ACL} (on every node of a Redis Cluster, with {REDIS_CLUSTER_RIGHTS};"
+    " on sentinels with ACL users of their own: +sentinel|masters +client|setname);"
     " ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
     f" in {REDIS_URL} (or its file) against the server's requirepass or ACL; sentinels with a password of their"

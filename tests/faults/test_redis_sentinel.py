@@ -240,3 +240,30 @@ async def test_a_sentinel_naming_another_master_is_outvoted_or_a_disagreement(
     assert f"sentinel 127.0.0.1:{wrong} names 127.0.0.1:{impostor.master.port}" in failure.detail
     assert f"sentinel 127.0.0.1:{right[0]} names 127.0.0.1:{deployment.master.port}" in failure.detail
     assert "SENTINEL MASTERS" in hint(failure.reason, Source.REDIS)
+
+
+SENTINEL_RIGHTS = "+sentinel|masters +client|setname"  # docs/connecting.md, Commands and permissions
+
+
+async def test_the_documented_sentinel_acl_is_enough_and_each_right_is_needed(deployment: SentinelDeployment) -> None:
+    def set_watcher(rules: str) -> None:
+        for index in range(len(deployment.sentinels)):
+            with deployment.sentinel_client(index) as client:
+                client.execute_command("ACL", "SETUSER", "watcher", "reset", "on", ">watch-acl-Pw2", *rules.split())
+
+    master = plain_client(deployment.master.port)
+    await write_backlog(master, 2)
+    await master.aclose()
+    expected = await values_at(deployment.master.port)
+    hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in deployment.sentinels)
+    url = f"redis+sentinel://:{PASSWORD}@{hosts}/{SERVICE}?sentinel_username=watcher&sentinel_password=watch-acl-Pw2"
+    set_watcher(SENTINEL_RIGHTS)
+    source = streams_source(url)
+    try:
+        assert counts_of(await measure_streams(source)) == expected
+    finally:
+        await source.close()
+    for right in SENTINEL_RIGHTS.split():
+        set_watcher(SENTINEL_RIGHTS.replace(right, ""))
+        failure = await failure_reading(url)
+        assert failure.reason is Reason.PERMISSION_DENIED, (right, failure)
