@@ -438,17 +438,26 @@ async def main_async(sizes: list[int], before: Path | None, rounds: int) -> dict
     trees = {"after": TREE} if before is None else {"before": before, "after": TREE}
     load_before = os.getloadavg()
     rows: list[Row] = []
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
+
+    def report() -> dict[str, object]:
+        return {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "rounds": rounds,
+            "trees": {code: str(tree) for code, tree in trees.items()},
+            "load_average": [load_before[0], os.getloadavg()[0]],
+            "cpus": os.cpu_count(),
+            "rows": [asdict(row) for row in rows],
+        }
+
     with tempfile.TemporaryDirectory(prefix="orpycamcp-bus-") as directory:
         for size in sizes:
             rows += await bench_size(size, trees, rounds, Path(directory))
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "rounds": rounds,
-        "trees": {code: str(tree) for code, tree in trees.items()},
-        "load_average": [load_before[0], os.getloadavg()[0]],
-        "cpus": os.cpu_count(),
-        "rows": [asdict(row) for row in rows],
-    }
+            # Written after each size: a long run stopped later keeps what it measured.
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / f"bus-size-{stamp}.json").write_text(json.dumps(report(), indent=2) + "\n")
+            print(table(report()["rows"]), flush=True)  # type: ignore[arg-type]
+    return report()
 
 
 def main() -> None:
@@ -459,12 +468,6 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(size) for size in args.pairs.split(",")]
     report = asyncio.run(main_async(sizes, args.before, args.rounds))
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
-    (RESULTS / f"bus-size-{stamp}.json").write_text(json.dumps(report, indent=2) + "\n")
-    rows = report["rows"]
-    assert isinstance(rows, list)
-    print(table(rows))
     print(f"load average {report['load_average']} on {report['cpus']} CPUs; {report['rounds']} rounds")
 
 
