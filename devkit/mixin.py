@@ -1,7 +1,7 @@
 """Renders the monitoring mixin (mixin/) into the plain files users load without jsonnet.
 
-    python -m devkit.mixin    # rewrite alerts/orpycamcp.rules.yml, grafana/dashboards/*.json and
-                              # deploy/kubernetes/base/prometheusrule.yaml
+    python -m devkit.mixin    # rewrite alerts/orpycamcp.rules.yml, alerts/alertmanager.example.yml,
+                              # grafana/dashboards/*.json and deploy/kubernetes/rules/prometheusrule.yaml
 
 The checked-in files are this rendering of the default `_config`; the test suite
 renders again and fails on any difference. `render(config)` renders another
@@ -25,8 +25,9 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIXIN_DIR = REPO_ROOT / "mixin"
 RULES_PATH = REPO_ROOT / "alerts" / "orpycamcp.rules.yml"
+ALERTMANAGER_PATH = REPO_ROOT / "alerts" / "alertmanager.example.yml"
 DASHBOARDS_DIR = REPO_ROOT / "grafana" / "dashboards"
-PROMETHEUS_RULE_PATH = REPO_ROOT / "deploy" / "kubernetes" / "base" / "prometheusrule.yaml"
+PROMETHEUS_RULE_PATH = REPO_ROOT / "deploy" / "kubernetes" / "rules" / "prometheusrule.yaml"
 
 RULES_HEADER = """\
 # Prometheus recording and alerting rules for orpycamcp-exporter.
@@ -40,6 +41,22 @@ RULES_HEADER = """\
 # value is merged `max by (job, <cluster label>, <the family's labels>)`, so
 # instance, pod, namespace or any other target label never splits a cluster.
 # Platform totals over clusters (`:total`) are present only when complete.
+"""
+ALERTMANAGER_HEADER = """\
+# Example Alertmanager configuration for the orpycamcp-exporter alerts
+# (alerts/orpycamcp.rules.yml). Rendered from the monitoring mixin (mixin/,
+# alertmanager.libsonnet, default `_config`) by `python -m devkit.mixin`: do not
+# edit by hand; render it with your own `_config` (selector, cluster label) so
+# that its routes and inhibitions match your rules. Receivers are placeholder
+# webhooks on 127.0.0.1: replace them with your own (PagerDuty, e-mail, chat, ...).
+#
+# Inhibitions stay inside one deployment (the selector's labels) and one
+# cluster: OrpycamcpSignalUnmeasured holds the value alerts of its own database
+# and signal; OrpycamcpExporterDown those of its own cluster;
+# OrpycamcpExporterAbsent (no target at all) those of the deployment.
+# OrpycamcpPlatformTotalUnknown and the database alerts are never inhibited.
+#
+# Check it with:  amtool check-config alerts/alertmanager.example.yml
 """
 PROMETHEUS_RULE_HEADER = """\
 # The rules of alerts/orpycamcp.rules.yml as a Prometheus Operator PrometheusRule.
@@ -63,11 +80,12 @@ class MixinError(Exception):
 
 @dataclass(frozen=True)
 class Rendering:
-    """The mixin's three outputs for one `_config`."""
+    """The mixin's outputs for one `_config`."""
 
     rules: dict[str, Any]
     alerts: dict[str, Any]
     dashboards: dict[str, Any]
+    alertmanager: dict[str, Any]
 
 
 def _jsonnet(*arguments: str) -> Any:
@@ -94,10 +112,11 @@ def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
     """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`."""
     program = (
         '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
-        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards } }).out"
+        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards,"
+        " alertmanager: $.alertmanagerConfig } }).out"
     )
     document = _jsonnet("--ext-code", f"config={json.dumps(dict(config or {}))}", "-e", program)
-    return Rendering(document["rules"], document["alerts"], document["dashboards"])
+    return Rendering(document["rules"], document["alerts"], document["dashboards"], document["alertmanager"])
 
 
 def default_config() -> dict[str, Any]:
@@ -163,6 +182,23 @@ def prometheus_rule_yaml(rendering: Rendering) -> str:
     return PROMETHEUS_RULE_HEADER + _yaml(document)
 
 
+def alertmanager_yaml(rendering: Rendering) -> str:
+    """The example Alertmanager configuration, keys in the order of Alertmanager's documentation."""
+    config = rendering.alertmanager
+    ordered = {key: config[key] for key in ("global", "route", "inhibit_rules", "receivers")}
+    route = _ordered(ordered["route"], ("receiver", "group_by", "group_wait", "group_interval", "repeat_interval"))
+    route["routes"] = [_ordered(r, ("matchers", "receiver")) for r in route["routes"]]
+    for child in route["routes"]:
+        if "routes" in child:
+            child["routes"] = [_ordered(r, ("matchers", "receiver")) for r in child["routes"]]
+    ordered["route"] = route
+    ordered["inhibit_rules"] = [
+        _ordered(rule, ("source_matchers", "target_matchers", "equal")) for rule in ordered["inhibit_rules"]
+    ]
+    ordered["receivers"] = [_ordered(r, ("name",)) for r in ordered["receivers"]]
+    return ALERTMANAGER_HEADER + "\n" + _yaml(ordered)
+
+
 def dashboard_json(dashboard: Mapping[str, Any]) -> str:
     return json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
 
@@ -172,6 +208,7 @@ def render(config: Mapping[str, Any] | None = None) -> dict[Path, str]:
     rendering = evaluate(config)
     files = {
         RULES_PATH.relative_to(REPO_ROOT): rules_yaml(rendering),
+        ALERTMANAGER_PATH.relative_to(REPO_ROOT): alertmanager_yaml(rendering),
         PROMETHEUS_RULE_PATH.relative_to(REPO_ROOT): prometheus_rule_yaml(rendering),
     }
     for name, dashboard in rendering.dashboards.items():

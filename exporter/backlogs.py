@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 from exporter import zones
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
-from exporter.printable import has_control
+from exporter.printable import has_control, shortened
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
-from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME
+from registry import Registry, RegistryError, extended
+from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME, BacklogShape, backlog_families
 from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
@@ -92,6 +93,18 @@ class Backlog:
         """Whether the statement reads more than the pending rows (states or arrivals declared)."""
         return self.states is not None or self.arrivals is not None
 
+    def shape(self) -> BacklogShape:
+        """What the backlog emits, as the registry takes it."""
+        arrivals = self.arrivals
+        return BacklogShape(
+            self.name,
+            self.groups,
+            self.oldest is not None,
+            self.states.values if self.states is not None else None,
+            tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
+            tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
+        )
+
 
 @dataclass(frozen=True)
 class Declarations:
@@ -99,6 +112,16 @@ class Declarations:
 
     backlogs: tuple[Backlog, ...] = ()
     streams: DeclaredStreams = NO_STREAMS
+
+    def registry(self) -> Registry:
+        """The built-in registry extended with what is declared; RegistryError when
+        a declared name or value breaks one of the registry's rules."""
+        return extended(
+            tuple(b.name for b in self.backlogs),
+            backlog_families(tuple(b.shape() for b in self.backlogs)),
+            self.streams.consumer_groups,
+            self.streams.dead_letter_streams,
+        )
 
 
 NO_DECLARATIONS = Declarations()
@@ -295,12 +318,20 @@ class _Reader:
 
 
 def parse_declarations(text: str, setting: str) -> Declarations:
-    """What a YAML document declares; BacklogConfigError on any problem."""
+    """What a YAML document declares; BacklogConfigError on any problem, the
+    registry's rules included: what loads here, serve can register."""
     try:
         raw = parse_yaml(text)
     except YamlError as exc:
         raise BacklogConfigError(setting, None, None, str(exc)) from None
-    return _Reader(setting).document(raw)
+    declarations = _Reader(setting).document(raw)
+    try:
+        declarations.registry()
+    except RegistryError as exc:
+        raise BacklogConfigError(
+            setting, None, None, f"the metrics it declares break a rule: {shortened(str(exc), 200)}"
+        ) from None
+    return declarations
 
 
 def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from exporter.flags import flag_of, setting
-from exporter.printable import printable
+from exporter.printable import printable, quoted
 from exporter.reasons import Reason
 
 MAX_MESSAGE = 400
@@ -57,7 +57,12 @@ class MeasurementError(Exception):
 
     reason: Reason = Reason.INTERNAL_ERROR  # every raised subclass names its own
 
+    # A detail reaches a log line on every refresh and diagnose's terminal: bounded.
+    MAX_DETAIL = 2000
+
     def __init__(self, signal: str, detail: str) -> None:
+        if len(detail) > self.MAX_DETAIL:
+            detail = f"{detail[: self.MAX_DETAIL]}... ({len(detail):,} characters)"
         self.signal = signal
         self.detail = detail
         super().__init__(f"signal {signal}: {detail}")
@@ -72,14 +77,26 @@ class UnregisteredFamily(MeasurementError):
 
 
 class UnregisteredLabelValue(MeasurementError):
-    reason = Reason.UNREGISTERED_VALUE
+    """Label values outside the registry: every combination one measurement met, with
+    the value it carried, the largest first; the first SHOWN of them named."""
 
-    def __init__(self, signal: str, family: str, labels: Sequence[str], values: Sequence[object]) -> None:
+    reason = Reason.UNREGISTERED_VALUE
+    SHOWN = 20
+
+    def __init__(
+        self, signal: str, family: str, labels: Sequence[str], found: Sequence[tuple[Sequence[object], float]]
+    ) -> None:
         self.family = family
         self.labels = tuple(labels)
-        self.values = tuple(values)
-        shown = ", ".join(f"{label}={value!r}" for label, value in zip(labels, values, strict=False))
-        super().__init__(signal, f"family {family}: label values ({shown}) are outside the registry")
+        self.found = tuple(sorted(((tuple(values), count) for values, count in found), key=lambda item: -item[1]))
+        self.values = self.found[0][0] if self.found else ()
+        named = "; ".join(
+            ", ".join(f"{label}={quoted(value)}" for label, value in zip(labels, values, strict=False)) + f": {count:g}"
+            for values, count in self.found[: self.SHOWN]
+        )
+        more = f"; {len(self.found) - self.SHOWN:,} more" if len(self.found) > self.SHOWN else ""
+        combinations = "one label value combination" if len(self.found) == 1 else f"{len(self.found):,} combinations"
+        super().__init__(signal, f"family {family}: {combinations} outside the registry ({named}{more})")
 
 
 class DuplicateSample(MeasurementError):
@@ -88,7 +105,8 @@ class DuplicateSample(MeasurementError):
     def __init__(self, signal: str, family: str, values: Sequence[str]) -> None:
         self.family = family
         self.values = tuple(values)
-        super().__init__(signal, f"family {family}: label values {self.values} reported twice")
+        shown = ", ".join(quoted(value) for value in self.values)
+        super().__init__(signal, f"family {family}: label values ({shown}) reported twice")
 
 
 class InvalidValue(MeasurementError):
@@ -99,7 +117,7 @@ class InvalidValue(MeasurementError):
     def __init__(self, signal: str, family: str, value: object) -> None:
         self.family = family
         self.value = value
-        super().__init__(signal, f"family {family}: value {value!r} is not a finite non-negative number")
+        super().__init__(signal, f"family {family}: value {quoted(value)} is not a finite non-negative number")
 
 
 class ContractViolation(MeasurementError):
@@ -420,3 +438,15 @@ class ConnectNotGranted(SourceError):
         self.role = role
         self.database = database
         super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")
+
+
+class IdentityOutsideRule(SourceError):
+    """The database answered an identity the registry's rule refuses (a NULL, a
+    value of another shape): it is not published, and the rules cannot count it."""
+
+    reason = Reason.UNREGISTERED_VALUE
+
+    def __init__(self, value: object, rule: str) -> None:
+        self.value = value
+        self.rule = rule
+        super().__init__(f"database identity {value!r} does not match the registered rule {rule}")

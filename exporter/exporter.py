@@ -10,6 +10,7 @@ from exporter.cache import SignalCache
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.freshness import redis_lag_samples
+from exporter.identity import DatabaseIdentity
 from exporter.outcomes import Outcome
 from exporter.page import Page, PageCache
 from exporter.replay_lag import ReplayLag
@@ -30,11 +31,13 @@ class Exporter:
         timeouts: Timeouts,
         registry: Registry,
         replay_lag: ReplayLag | None = None,
+        identity: DatabaseIdentity | None = None,
     ) -> None:
         self.sources = sources
         self.registry = registry
         self.timeouts = timeouts
         self.replay_lag = replay_lag
+        self.identity = identity
         self._caches = {cache.signal.name: cache for cache in caches}
         self._pages = PageCache()
 
@@ -51,6 +54,8 @@ class Exporter:
         key = tuple((cache.generation, ok) for cache, ok in zip(self._caches.values(), reported, strict=True))
         if self.replay_lag is not None:
             key += ((self.replay_lag.generation, self.replay_lag.fresh()),)
+        if self.identity is not None:
+            key += ((self.identity.generation, self.identity.fresh()),)
         return key
 
     def cached_page(self) -> Page | None:
@@ -59,6 +64,8 @@ class Exporter:
             return None
         if self.replay_lag is not None and not self.replay_lag.fresh():
             return None
+        if self.identity is not None and not self.identity.fresh():
+            return None
         return self._pages.get(self._key([True] * len(self._caches)))
 
     async def scrape(self, wait: float | None = None) -> Page:
@@ -66,13 +73,19 @@ class Exporter:
         budget = self.timeouts.scrape_budget if wait is None else wait
         names = self.signals
         lag = self.replay_lag
-        results, _ = await asyncio.gather(
+        identity = self.identity
+        results, _, _ = await asyncio.gather(
             asyncio.gather(*(self._caches[name].get(budget) for name in names)),
             lag.refresh(budget) if lag is not None else asyncio.sleep(0),
+            identity.refresh(budget) if identity is not None else asyncio.sleep(0),
         )
         outcomes: dict[str, Outcome | None] = dict(zip(names, results, strict=True))
         last = {name: cache.last for name, cache in self._caches.items()}
-        meta = (*(lag.samples() if lag is not None else ()), *self._redis_link())
+        meta = (
+            *(lag.samples() if lag is not None else ()),
+            *(identity.samples() if identity is not None else ()),
+            *self._redis_link(),
+        )
         key = self._key([outcome is not None for outcome in results])
         return await self._pages.get_or_render_aside(
             key, lambda: render(assemble(names, outcomes, last, self.registry, meta))
@@ -88,5 +101,6 @@ class Exporter:
         await asyncio.gather(
             *(cache.close() for cache in self._caches.values()),
             self.replay_lag.close() if self.replay_lag is not None else asyncio.sleep(0),
+            self.identity.close() if self.identity is not None else asyncio.sleep(0),
         )
         await self.sources.close()

@@ -25,3 +25,19 @@ def printable(text: str) -> str:
 
 def has_control(text: str) -> bool:
     return _CONTROL.search(text) is not None
+
+
+# A data value quoted in a log line or on a terminal: enough to recognise it.
+SHOWN_CHARACTERS = 80
+
+
+def shortened(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """`text` on one line, cut to `limit` characters with its length stated when longer."""
+    if len(text) <= limit:
+        return printable(text)
+    return f"{printable(text[:limit])}... ({len(text):,} characters)"
+
+
+def quoted(value: object, limit: int = SHOWN_CHARACTERS) -> str:
+    """A data value (a label value, a Redis reply) as a message quotes it: its repr, shortened."""
+    return shortened(repr(value), limit)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.backlogs import Backlog
+from exporter.backlogs import Backlog, Declarations
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.exporter import Exporter
+from exporter.identity import DatabaseIdentity
 from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
@@ -18,8 +19,7 @@ from exporter.sources import Sources, dsn
 from exporter.sources.postgres import APPLICATION_NAME, Postgres, PostgresSettings
 from exporter.sources.redis import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
-from registry import BUILTIN, Registry, extended
-from registry.backlogs import BacklogShape, backlog_families
+from registry import BUILTIN, Registry
 
 
 @dataclass(frozen=True)
@@ -35,28 +35,10 @@ class Catalog:
 BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
 
 
-def shape(backlog: Backlog) -> BacklogShape:
-    """What a declared backlog emits, as the registry takes it."""
-    arrivals = backlog.arrivals
-    return BacklogShape(
-        backlog.name,
-        backlog.groups,
-        backlog.oldest is not None,
-        backlog.states.values if backlog.states is not None else None,
-        tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
-        tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
-    )
-
-
 def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS) -> Catalog:
     if not backlogs and not declared_streams:
         return BUILTIN_CATALOG
-    registry = extended(
-        tuple(b.name for b in backlogs),
-        backlog_families(tuple(shape(b) for b in backlogs)),
-        declared_streams.consumer_groups,
-        declared_streams.dead_letter_streams,
-    )
+    registry = Declarations(backlogs, declared_streams).registry()
     # The streams signal reads what the extended registry holds, declared streams included.
     builtin = {**BY_NAME, streams.NAME: streams.signal_of(registry)}
     return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}})
@@ -118,5 +100,8 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
         for name in settings.signals
     ]
     reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
-    lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock) if sources.postgres and reads_postgres else None
-    return Exporter(caches, sources, timeouts, catalog.registry, lag)
+    lag, identity = None, None
+    if sources.postgres is not None and reads_postgres:
+        lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock)
+        identity = DatabaseIdentity(sources.postgres, settings.ttl, timeouts, clock)
+    return Exporter(caches, sources, timeouts, catalog.registry, lag, identity)

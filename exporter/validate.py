@@ -27,6 +27,9 @@ STEP = 500  # samples between two hand-backs of the event loop (a few millisecon
 def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Generator[None, None, tuple[Sample, ...]]:
     """The completion, yielding every STEP samples; returns the completed samples."""
     measured: dict[tuple[str, tuple[str, ...]], float] = {}
+    # Every value outside the registry is gathered, so that one measurement names them all.
+    outside: dict[str, list[tuple[tuple[str, ...], float]]] = {}
+    labels_of: dict[str, tuple[str, ...]] = {}
     for count, sample in enumerate(samples, 1):
         if count % STEP == 0:
             yield
@@ -34,7 +37,10 @@ def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Genera
         if family is None:
             raise UnregisteredFamily(signal, sample.family)
         if sample.labels not in family.allowed:
-            raise UnregisteredLabelValue(signal, family.name, family.labels, sample.labels)
+            count_met = sample.value if isinstance(sample.value, int | float) else math.nan
+            outside.setdefault(family.name, []).append((sample.labels, float(count_met)))
+            labels_of[family.name] = family.labels
+            continue
         value = sample.value
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise InvalidValue(signal, family.name, value)
@@ -42,6 +48,8 @@ def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Genera
         if key in measured:
             raise DuplicateSample(signal, family.name, sample.labels)
         measured[key] = float(value)
+    for name, met in outside.items():
+        raise UnregisteredLabelValue(signal, name, labels_of[name], met)
 
     completed: list[Sample] = []
     for family in registry.families_of(signal):

@@ -3,7 +3,11 @@
 Aliases are refused (a few hundred bytes of nested aliases expand into
 gigabytes), a key given twice is refused (PyYAML keeps the last silently),
 the file is capped in size, and an error never echoes more than a short
-excerpt of the document."""
+excerpt of the document. What PyYAML itself would crash on, or hand on to
+fail later, is refused here with a line of its own: nesting deeper than
+MAX_DEPTH (its composer recurses), a mapping key that is a list or a mapping
+(not hashable), an integer outside 64 bits (Python refuses to convert more
+than 4,300 digits; PostgreSQL and the exposition take 64 bits at most)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from exporter.printable import printable
 
 MAX_BYTES = 1 << 20  # every file the exporter reads is a few kilobytes
 MAX_ECHO = 80
+MAX_DEPTH = 32  # the deepest file the exporter reads nests 5 levels
+INT_BITS = 63  # a signed 64-bit integer: what PostgreSQL's bigint and the page hold
+_MAX_INT_TEXT = 80  # longer than any 64-bit integer in any YAML notation
 
 
 class YamlError(ValueError):
@@ -25,18 +32,43 @@ class YamlError(ValueError):
 class _PlainLoader(yaml.SafeLoader):
     """A SafeLoader that refuses aliases and repeated keys."""
 
+    _depth = 0
+
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(
                 None, None, "aliases (*name) are not accepted: write the value out", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value its tag cannot make (`2024-02-30`, `!!int abc`, `!!map x`) is refused
+        like any other YAML error, not raised as whatever PyYAML's constructor raised."""
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception:  # every constructor failure is one refusal
+            tag = node.tag.rpartition(":")[2]
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value that is not a valid {tag}", node.start_mark
+            ) from None
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Hashable, Any]:
     seen: set[Hashable] = set()
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key is a list or a mapping: keys are names", key_node.start_mark
+            )
         key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -46,7 +78,34 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
     return loader.construct_mapping(node)
 
 
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    too_large = yaml.constructor.ConstructorError(
+        None, None, f"an integer outside the 64-bit range (-2^{INT_BITS} to 2^{INT_BITS}-1)", node.start_mark
+    )
+    if len(node.value) > _MAX_INT_TEXT:
+        raise too_large
+    value: int = loader.construct_yaml_int(node)
+    if not -(1 << INT_BITS) <= value < 1 << INT_BITS:
+        raise too_large
+    return value
+
+
+def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """A string, refused when it holds a lone surrogate ("\\ud800"): no page, log or
+    message could be written in UTF-8 with it."""
+    value = loader.construct_scalar(node)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise yaml.constructor.ConstructorError(
+            None, None, "a string with a lone surrogate escape (not Unicode text)", node.start_mark
+        ) from None
+    return value
+
+
 _PlainLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_PlainLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+_PlainLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def excerpt(value: object) -> str:

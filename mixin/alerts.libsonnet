@@ -4,27 +4,52 @@
 //   measured the exporter drops its value series, each value alert keeps
 //   firing for `valueKeepFiringFor`, and OrpycamcpSignalUnmeasured inhibits
 //   them in Alertmanager (alerts/alertmanager.example.yml).
-// * Alerts read the per-cluster `:max` records: each fires once per cluster
-//   and names it, however many replicas or target labels the cluster has.
+// * Alerts read the per-database `:max` records: each fires once per database
+//   (its cluster label and database_identity in its labels), however many
+//   replicas or target labels it has; the streams alerts read the per-bus
+//   records and fire once per Redis bus. Every read of a recorded series
+//   selects the labels the selector fixes (lib.recorded).
 // * Every alert carries `severity` and `orpycamcp_role` (exporter_down,
 //   exporter_replica_down, no_signals, unmeasured, stale, total_unknown,
 //   value). Value alerts also carry `signal`; a declared backlog's alerts take
 //   it from the `backlog` label.
+local families = import 'families.libsonnet';
 local lib = import 'lib.libsonnet';
 
 {
   local c = $._config,
+  local keys = lib.keyLabels(c),
+  local k = lib.list(keys),
+  local cl = c.clusterLabel,
+  local id = lib.identityLabel,
+  local rec = lib.recorded(c),
+  // Every `orpycamcp:<family>:max` read by an alert selects this deployment's series.
+  local recordedMatchers = std.join(', ', [m.text for m in lib.matchers(c.orpycamcpSelector) if m.op == '=']),
+  local recorded(expr) = std.foldl(
+    function(text, family)
+      local name = 'orpycamcp:%s:max' % family;
+      local marked = std.strReplace(text, name + '{', '@@%s@@{' % family);
+      std.strReplace(std.strReplace(marked, name, name + rec), '@@%s@@{' % family, name + '{' + recordedMatchers + ', '),
+    std.objectFields(families),
+    expr
+  ),
   local up = 'up' + lib.selector(c),
-  local inCluster = lib.withCluster(c, ' in cluster '),
-  local commaCluster = lib.withCluster(c, ', cluster '),
+  local inDatabase = lib.withDatabase(),
+  // A query of the alert's own deployment inside a template: printf `<query>` <args>.
+  local q(text) = lib.templateQuery(text),
+  local inCluster = lib.withCluster(c, ' in cluster ') + lib.withDatabase(),
+  local commaCluster = lib.withCluster(c, ', cluster ') + lib.withDatabase(', database ', ''),
   // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
   // read when the alert is sent: one word per reason, whatever the replicas.
   local failureReasons =
-    '{{ with printf "max by (reason) (orpycamcp_signal_failure_info{job=%%q, %s=%%q, signal=%%q})" $labels.job $labels.%s $labels.signal | query }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [c.clusterLabel, c.clusterLabel],
+    '{{ with printf `max by (reason) (orpycamcp_signal_failure_info%s)` (or $labels.%s ".*") $labels.signal | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [
+      q(lib.selector(c, [cl + '=~%q', 'signal=%q'])),
+      cl,
+    ],
 
   local alert(name, severity, role, expr, summary, description, labels={}, forDuration=null, keepFiring=false) = {
     alert: name,
-    expr: expr,
+    expr: recorded(expr),
     labels: { severity: severity, orpycamcp_role: role } + labels,
     annotations: {
       summary: summary,
@@ -36,6 +61,14 @@ local lib = import 'lib.libsonnet';
 
   local valueAlert(name, severity, signal, expr, forDuration, summary, description) =
     alert(name, severity, 'value', expr, summary, description, { signal: signal }, forDuration, keepFiring=true),
+
+  // An alert about the one Redis bus: it reads the per-bus records
+  // (`orpycamcp:<stream family>:max`, rules.libsonnet's busRule: merged over
+  // every target of the deployment, never by cluster or database), so it fires
+  // once per bus however many clusters read it. A new stream family: add it to
+  // families.libsonnet, record it with busRule, alert with busAlert.
+  local busAlert(name, severity, expr, forDuration, summary, description) =
+    valueAlert(name, severity, 'streams', expr, forDuration, summary, description),
 
   // A declared backlog is a signal of its own, named like the backlog.
   local backlogSignal(expr) = 'label_replace(%s, "signal", "$1", "backlog", "(.+)")' % expr,
@@ -63,7 +96,7 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'OrpycamcpExporterDown', 'critical', 'exporter_down',
-            'max by (job, %s) (%s) == 0' % [c.clusterLabel, up],
+            'max by (%s, %s) (%s) == 0' % [k, cl, up],
             'Every orpycamcp-exporter target is down.',
             'No target of job {{ $labels.job }}%s could be scraped for %s, so no orpycamcp signal is monitored.' % [inCluster, lib.words(c.exporterDownFor)],
             forDuration=c.exporterDownFor,
@@ -72,9 +105,9 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpExporterReplicaDown', 'warning', 'exporter_replica_down',
             |||
               %(up)s == 0
-              unless on (job, %(cluster)s)
-                (max by (job, %(cluster)s) (%(up)s) == 0)
-            ||| % { up: up, cluster: c.clusterLabel },
+              unless on (%(merge)s)
+                (max by (%(merge)s) (%(up)s) == 0)
+            ||| % { up: up, merge: lib.list(keys + [cl]) },
             'An orpycamcp-exporter replica is down while others are up.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s could not be scraped for %s; the remaining replicas still report every signal.' % [commaCluster, lib.words(c.exporterReplicaDownFor)],
             forDuration=c.exporterReplicaDownFor,
@@ -96,14 +129,20 @@ local lib = import 'lib.libsonnet';
         rules: [
           alert(
             'OrpycamcpSignalUnmeasured', 'warning', 'unmeasured',
-            'orpycamcp:signal_measured:max == 0',
+            |||
+              orpycamcp:signal_measured:max{signal!="streams"} == 0
+              or max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal="streams"}) == 0
+            ||| % { k: k },
             'An orpycamcp signal cannot be measured; its value is unknown.',
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
           ),
           alert(
             'OrpycamcpSignalStale', 'critical', 'stale',
-            'time() - orpycamcp:signal_last_success_timestamp_seconds:max > %d' % lib.seconds(c.signalStaleAge),
+            |||
+              time() - orpycamcp:signal_last_success_timestamp_seconds:max{signal!="streams"} > %(age)d
+              or time() - max by (%(k)s, signal) (orpycamcp:signal_last_success_timestamp_seconds:max{signal="streams"}) > %(age)d
+            ||| % { k: k, age: lib.seconds(c.signalStaleAge) },
             'An orpycamcp signal has not been measured successfully for a long time.',
             'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s).' % [commaCluster, c.signalStaleAge],
             forDuration=c.signalStaleFor,
@@ -119,22 +158,113 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpRedisReplicaLagHigh', 'warning', 'stale',
             'orpycamcp:redis_replica_lag_seconds:max > %d' % lib.seconds(c.redisReplicaLagAge),
             'The Redis replica the exporter reads the streams from is cut from its master.',
-            'The Redis replica read by job {{ $labels.job }}%s last heard from its master {{ $value | humanizeDuration }} ago (threshold %s): its streams may miss that much; past --redis.replica-max-staleness the streams signal is unmeasured (replica_stale).' % [commaCluster, c.redisReplicaLagAge],
+            'The Redis replica read by job {{ $labels.job }} last heard from its master {{ $value | humanizeDuration }} ago (threshold %s): its streams may miss that much; past --redis.replica-max-staleness the streams signal is unmeasured (replica_stale).' % c.redisReplicaLagAge,
             forDuration=c.redisReplicaLagFor,
           ),
           alert(
             'OrpycamcpPlatformTotalUnknown', 'warning', 'total_unknown',
             |||
-              orpycamcp:signal_measured_clusters:count{signal!~"streams|audit_chain"}
-                < on (job) group_left orpycamcp:clusters:count
-            |||,
-            'A platform total is unknown because some clusters did not measure its signal.',
+              group by (%(k)s, signal) (orpycamcp:signal_measured:max{signal!~"streams|audit_chain"})
+                unless on (%(k)s, signal) orpycamcp:signal_complete:count%(rec)s
+              # One database, all identified: OrpycamcpSignalUnmeasured says it all.
+              and on (%(k)s) (
+                orpycamcp:clusters:count%(rec)s > 1
+                or count by (%(k)s) %(unidentified)s
+              )
+            ||| % { k: k, rec: rec, unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
+            'A platform total is unknown because some database did not measure its signal.',
             std.join(' ', [
-              'Signal {{ $labels.signal }} (job {{ $labels.job }}) is measured in {{ $value }} of {{ range printf "orpycamcp:clusters:count{job=%q}" $labels.job | query }}{{ .Value }}{{ end }} clusters, so its platform totals (orpycamcp:*:total) are absent, never partial.',
-              'No replica up: {{ range $i, $c := printf "max by (%(cluster)s) (up{job=%%q}) == 0" $labels.job | query }}{{ if $i }}, {{ end }}{{ or $c.Labels.%(cluster)s "(no %(cluster)s label)" }}{{ else }}none{{ end }}.' % { cluster: c.clusterLabel },
-              'Up but not measured: {{ range $i, $c := printf "count by (%(cluster)s) (up{job=%%q} == 1) unless on (%(cluster)s) (max by (%(cluster)s) (orpycamcp_signal_measured{job=%%q,signal=%%q}) == 1)" $labels.job $labels.job $labels.signal | query }}{{ if $i }}, {{ end }}{{ or $c.Labels.%(cluster)s "(no %(cluster)s label)" }}{{ else }}none{{ end }}.' % { cluster: c.clusterLabel },
+              'Signal {{ $labels.signal }} (job {{ $labels.job }}): its platform totals (orpycamcp:*:total) are absent, never partial.',
+              'Databases known: %s; measured now: %s.' % [
+                '{{ with printf `%s` | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:clusters:count' + rec),
+                '{{ with printf `%s` $labels.signal | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:signal_measured_clusters:count' + lib.recorded(c, ['signal=%q'])),
+              ],
+              'Not measured now: {{ range $i, $d := printf `%s` $labels.signal | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ with $d.Labels.%s }} (%s {{ . }}){{ end }}{{ else }}none{{ end }}.' % [
+                q('group by (%(id)s, %(cl)s) (%(latest)s) and on (%(id)s) (group by (%(id)s) %(known)s unless on (%(id)s) %(measured)s)' % {
+                  id: id,
+                  cl: cl,
+                  latest: lib.latestIdentity + lib.selector(c),
+                  known: $.databasesKnown,
+                  measured: $.measuredDatabases('signal=%q'),
+                }),
+                id,
+                id,
+                cl,
+                cl,
+              ],
+              'Targets without a database identity: {{ range $i, $t := printf `%s` | query | sortByLabel "instance" }}{{ if $i }}, {{ end }}{{ $t.Labels.instance }}{{ else }}none{{ end }}.' % q(std.strReplace($.unidentifiedTargets, '\n', ' ')),
+              'Cluster label values over several databases: {{ range $i, $s := printf `%s` | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $s.Labels.%s }}{{ else }}none{{ end }}.' % [q($.sharedClusterLabel), cl, cl],
             ]),
             forDuration=c.platformTotalUnknownFor,
+          ),
+        ],
+      },
+      // What the rules know of the platform's databases (orpycamcp_database_identity_info).
+      {
+        name: 'orpycamcp.databases.alerts',
+        rules: [
+          alert(
+            'OrpycamcpDatabaseVanished', 'warning', 'database',
+            'group by (%(k)s, %(cl)s, %(id)s) (%(memory)s) unless on (%(k)s, %(id)s) %(scraped)s' % {
+              k: k,
+              cl: cl,
+              id: id,
+              memory: lib.latestIdentity + lib.selector(c, if std.length(c.retiredDatabases) == 0 then [] else ['%s!~"%s"' % [id, std.join('|', c.retiredDatabases)]]),
+              scraped: $.databasesScraped,
+            },
+            'A database the platform had is no longer scraped; every platform total is absent.',
+            'Database {{ $labels.%s }}%s reported to job {{ $labels.job }} within the last %s and no target of the job scrapes it now (its targets left service discovery): every platform total is absent, never partial. Restore its exporter targets, or, if it was retired on purpose, add it to retiredDatabases.' % [id, lib.withCluster(c, ' (cluster ', ')'), lib.words(c.databaseMemory)],
+            forDuration=c.databaseVanishedFor,
+          ),
+          alert(
+            'OrpycamcpDatabaseUnidentified', 'warning', 'database',
+            $.unidentifiedTargets,
+            'An exporter target has not reported which database it measures; every platform total is absent.',
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s has reported no orpycamcp_database_identity_info within %s, so its values cannot be counted in the platform totals, which are absent. Reason now: {{ with printf `%s` $labels.instance | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}target down or none reported{{ end }}.' % [
+              commaCluster,
+              lib.words(c.databaseMemory),
+              q('max by (reason) (orpycamcp_database_identity_failure_info%s)' % lib.selector(c, ['instance=%q'])),
+            ],
+            forDuration=c.databaseUnidentifiedFor,
+          ),
+          alert(
+            'OrpycamcpDatabaseIdentityUnreadable', 'warning', 'database',
+            |||
+              orpycamcp_database_identity_failure_info%(sel)s == 1
+                unless ignoring (reason) %(unidentified)s
+            ||| % { sel: lib.selector(c), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
+            'An exporter replica cannot read which database it measures; its values count in no platform total.',
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [commaCluster, lib.words(c.databaseUnidentifiedFor)],
+            forDuration=c.databaseUnidentifiedFor,
+          ),
+          alert(
+            'OrpycamcpClusterLabelSharedByDatabases', 'warning', 'database',
+            $.sharedClusterLabel,
+            'One cluster label value names several databases; every platform total is absent.',
+            'The targets of job {{ $labels.job }} with %s="{{ $labels.%s }}" measure {{ $value }} databases: {{ range $i, $d := printf `%s` $labels.%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ end }}. Alerts, routing and inhibitions by that label would mix them, so every platform total is absent: give each database its own %s value.' % [
+              cl,
+              cl,
+              q('group by (%s) (%s and ignoring (%s) %s)' % [id, lib.latestIdentity + lib.selector(c, [cl + '=%q']), id, up]),
+              cl,
+              id,
+              id,
+              cl,
+            ],
+            forDuration=c.clusterLabelConflictFor,
+          ),
+          alert(
+            'OrpycamcpDatabaseUnderSeveralClusterLabels', 'warning', 'database',
+            'count by (%s, %s) (%s) > 1' % [k, id, $.databasesScraped],
+            'One database is scraped under several cluster label values.',
+            'Database {{ $labels.%s }} is measured by targets of job {{ $labels.job }} labelled %s {{ range $i, $s := printf `%s` $labels.%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}"{{ $s.Labels.%s }}"{{ end }}: its replicas still merge by identity and the totals count it once, but its alerts fire once per label value. Give all its targets one value.' % [
+              id,
+              cl,
+              q('group by (%s) (%s and ignoring (%s) %s)' % [cl, lib.latestIdentity + lib.selector(c, [id + '=%q']), id, up]),
+              id,
+              cl,
+              cl,
+            ],
+            forDuration=c.clusterLabelConflictFor,
           ),
         ],
       },
@@ -221,15 +351,15 @@ local lib = import 'lib.libsonnet';
         rules: [
           // The reclaim sweep (every 30 s, min idle 60 s, 5 deliveries) clears
           // a stuck message within about 2.5 minutes.
-          valueAlert(
-            'OrpycamcpStreamPendingTooOld', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpStreamPendingTooOld', 'warning',
             'time() - orpycamcp:stream_oldest_pending_timestamp_seconds:max > %d' % lib.seconds(c.streamPendingAge),
             c.streamPendingTooOldFor,
             'A consumer group holds a pending message older than the reclaim window.',
-            'The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }}%s is {{ $value | humanizeDuration }} old (threshold %s); the reclaim sweep should have cleared it within about 2.5 minutes.' % [lib.withCluster(c, ' (read by cluster ', ')'), c.streamPendingAge],
+            'The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s); the reclaim sweep should have cleared it within about 2.5 minutes.' % c.streamPendingAge,
           ),
-          valueAlert(
-            'OrpycamcpStreamPendingAgeUnknown', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpStreamPendingAgeUnknown', 'warning',
             |||
               orpycamcp:stream_pending_messages:max > 0
               unless orpycamcp:stream_oldest_pending_timestamp_seconds:max
@@ -240,8 +370,8 @@ local lib = import 'lib.libsonnet';
           ),
           // Undelivered entries are not pending anywhere: a group whose
           // consumers all died shows pending 0 while entries pile up.
-          valueAlert(
-            'OrpycamcpStreamNotConsumed', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpStreamNotConsumed', 'warning',
             |||
               orpycamcp:stream_undelivered_entries:max > 0
               and (
@@ -251,10 +381,10 @@ local lib = import 'lib.libsonnet';
             ||| % lib.seconds(c.streamNotConsumedIdle),
             c.streamNotConsumedFor,
             'Entries wait for a consumer group and nobody reads them.',
-            'Group {{ $labels.group }} on stream {{ $labels.stream }}%s has {{ $value }} entries not yet delivered, and no consumer has been seen for %s (or it has none): its consumers are down, or the group was created at the wrong ID.' % [lib.withCluster(c, ' (read by cluster ', ')'), c.streamNotConsumedIdle],
+            'Group {{ $labels.group }} on stream {{ $labels.stream }} has {{ $value }} entries not yet delivered, and no consumer has been seen for %s (or it has none): its consumers are down, or the group was created at the wrong ID.' % c.streamNotConsumedIdle,
           ),
-          valueAlert(
-            'OrpycamcpDeadletterStreamGrowing', 'warning', 'streams',
+          busAlert(
+            'OrpycamcpDeadletterStreamGrowing', 'warning',
             |||
               orpycamcp:deadletter_stream_entries:max
                 > orpycamcp:deadletter_stream_entries:max offset %s
@@ -264,8 +394,8 @@ local lib = import 'lib.libsonnet';
             'Dead-letter stream {{ $labels.stream }} holds {{ $value }} entries, more than %s ago: messages are failing after every delivery attempt.' % lib.words(c.deadletterStreamGrowthWindow),
           ),
           // Streams are trimmed at 30 days.
-          valueAlert(
-            'OrpycamcpDeadletterStreamEntriesTooOld', 'info', 'streams',
+          busAlert(
+            'OrpycamcpDeadletterStreamEntriesTooOld', 'info',
             'time() - orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max > %d' % lib.seconds(c.deadletterStreamEntriesAge),
             c.deadletterStreamEntriesTooOldFor,
             'A dead-letter stream holds entries older than the 30-day trim horizon.',

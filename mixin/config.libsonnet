@@ -4,12 +4,26 @@
 {
   _config+:: {
     // Selects the exporter's targets; inserted in every selector of the rules.
+    // The labels it fixes with `=` (at least one) stay on every recorded series
+    // and select them: a second render loaded into the same Prometheus must
+    // differ from this one in one of them (e.g. another job).
     orpycamcpSelector: 'job="orpycamcp-exporter"',
     // The target label that names an exporter deployment's PostgreSQL cluster
-    // (one exporter deployment, with its replicas, per cluster). Replicas are
-    // merged by job, this label and a family's own labels: instance, pod,
-    // namespace or any other target label never splits a cluster.
-    clusterLabel: 'cluster',
+    // for people: in alerts, routing and inhibitions. Replicas merge and
+    // databases are counted by the identity each exporter reads from its
+    // database (orpycamcp_database_identity_info), never by this label; one
+    // value over two databases is an alert and makes the totals absent. Not
+    // `cluster`: kubernetes-mixin and node-mixin name the Kubernetes cluster so.
+    clusterLabel: 'orpycamcp_cluster',
+    // How long a database that reported its identity is remembered: one that
+    // reported within this window and reports nothing now (its targets gone
+    // from service discovery) makes every platform total absent and fires
+    // OrpycamcpDatabaseVanished. Longer than any outage you want noticed.
+    databaseMemory: '6h',
+    // Databases retired on purpose, by database_identity ("<system
+    // identifier>/<database OID>", as OrpycamcpDatabaseVanished names them):
+    // no longer expected. Remove an entry once databaseMemory has passed.
+    retiredDatabases: [],
 
     // %s is the lower-cased alert name: the anchor of its runbook section.
     runbookUrlPattern: 'https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md#%s',
@@ -34,6 +48,9 @@
     redisReplicaLagAge: '30s',
     redisReplicaLagFor: '5m',
     platformTotalUnknownFor: '5m',
+    databaseVanishedFor: '5m',
+    databaseUnidentifiedFor: '10m',
+    clusterLabelConflictFor: '5m',
     dlqPendingFor: '1h',
     dlqOldestPendingAge: '24h',
     dlqOldestPendingFor: '5m',

@@ -24,16 +24,80 @@
     local d = parse(duration);
     '%d %s%s' % [d.count, d.unit.name, if d.count == 1 then '' else 's'],
 
-  // `{<orpycamcpSelector>, <more matchers>}`.
+  // The matchers of a selector ('job="a", namespace=~"b|c"'), split at the
+  // commas outside quoted values, each as { name, op, text }.
+  matchers(selector)::
+    local step(acc, ch) =
+      if acc.escaped then acc { current+: ch, escaped: false }
+      else if ch == '\\' then acc { current+: ch, escaped: true }
+      else if ch == '"' then acc { current+: ch, quoted: !acc.quoted }
+      else if ch == ',' && !acc.quoted then acc { parts+: [acc.current], current: '' }
+      else acc { current+: ch };
+    local split = std.foldl(step, std.stringChars(selector), { parts: [], current: '', quoted: false, escaped: false });
+    local texts = [std.stripChars(part, ' \t\n') for part in split.parts + [split.current]];
+    local parse(text) =
+      local at = [i for i in std.range(0, std.length(text) - 1) if std.member('=!~', text[i])];
+      assert std.length(at) > 0 : 'not a label matcher in orpycamcpSelector: ' + text;
+      local i = at[0];
+      {
+        name: std.stripChars(std.substr(text, 0, i), ' '),
+        op: if text[i] == '=' && (i + 1 == std.length(text) || text[i + 1] != '~') then '=' else 'other',
+        text: text,
+      };
+    [parse(text) for text in texts if text != ''],
+
+  // The labels the selector fixes with `=`: constant over the deployment, so
+  // every recorded series keeps them (two deployments never write the same
+  // series) and grouping by them never splits the deployment.
+  keyLabels(config)::
+    local fixed = [m.name for m in $.matchers(config.orpycamcpSelector) if m.op == '='];
+    assert std.length(fixed) > 0 : 'orpycamcpSelector needs at least one label matched with = (e.g. job="orpycamcp-exporter")';
+    fixed,
+
+  // `{<orpycamcpSelector>, <more matchers>}`: for raw series.
   selector(config, matchers=[]):: '{%s}' % std.join(', ', [config.orpycamcpSelector] + matchers),
 
-  // The labels one replica merge keeps: what identifies a cluster, then the family's own.
-  mergeLabels(config, labels=[]):: std.join(', ', ['job', config.clusterLabel] + labels),
+  // For recorded series: the `=` matchers of the selector (the labels they keep).
+  recorded(config, matchers=[])::
+    '{%s}' % std.join(', ', [m.text for m in $.matchers(config.orpycamcpSelector) if m.op == '='] + matchers),
 
-  // One value per cluster out of its replicas: they report the same database state,
-  // so the max (never a sum), grouped by what identifies the cluster.
-  merge(config, family, labels=[]):: 'max by (%s) (%s%s)' % [
+  // "label, label": a grouping list.
+  list(labels):: std.join(', ', labels),
+
+  // The label the exporter names the database it measures with (orpycamcp_database_identity_info).
+  identityLabel:: 'database_identity',
+
+  // The labels one replica merge keeps: the deployment, the display label, the
+  // database identity, then the family's own.
+  mergeLabels(config, labels=[]):: $.list($.keyLabels(config) + [config.clusterLabel, $.identityLabel] + labels),
+
+  // Each scraped target's database: the identity it reported last within
+  // databaseMemory (recorded by the rules), one series per target.
+  latestIdentity:: 'orpycamcp:database_identity:latest',
+
+  // `family` per target, labelled with its target's last reported database
+  // identity; a target that never reported one keeps its series without it.
+  withIdentity(config, family, labels=[])::
+    local ignoring = $.list(labels + [$.identityLabel]);
+    '(%(f)s * ignoring (%(i)s) group_left (%(id)s) %(latest)s or %(f)s unless ignoring (%(i)s) %(latest)s)' % {
+      f: family + $.selector(config),
+      i: ignoring,
+      id: $.identityLabel,
+      latest: $.latestIdentity + $.selector(config),
+    },
+
+  // One value per database out of its replicas: they report the same database
+  // state, so the max (never a sum), grouped by what identifies the database.
+  merge(config, family, labels=[]):: 'max by (%s) (%s)' % [
     $.mergeLabels(config, labels),
+    $.withIdentity(config, family, labels),
+  ],
+
+  // One value per Redis bus out of every target of the deployment: every
+  // exporter reads the same streams, so the max, grouped by the deployment and
+  // the family's labels (never by cluster or database).
+  busMerge(config, family, labels=[]):: 'max by (%s) (%s%s)' % [
+    $.list($.keyLabels(config) + labels),
     family,
     $.selector(config),
   ],
@@ -42,4 +106,11 @@
 
   // "{{ with $labels.cluster }}<before>{{ . }}<after>{{ end }}" for the cluster label.
   withCluster(config, before, after=''):: '{{ with $labels.%s }}%s{{ . }}%s{{ end }}' % [config.clusterLabel, before, after],
+
+  // " (database <identity>)" when the alert names a database.
+  withDatabase(before=' (database ', after=')'):: '{{ with $labels.%s }}%s{{ . }}%s{{ end }}' % [$.identityLabel, before, after],
+
+  // A PromQL text inside a Go template's backquoted printf format: `%` doubled,
+  // but `%q`, the verb the alert's own labels are given by.
+  templateQuery(text):: std.strReplace(std.strReplace(text, '%', '%%'), '%%q', '%q'),
 }

@@ -1,5 +1,6 @@
-// The orpycamcp-exporter monitoring mixin: recording rules, alerts and the
-// Grafana dashboard, parameterised by `_config` (config.libsonnet).
+// The orpycamcp-exporter monitoring mixin: recording rules, alerts, the
+// Grafana dashboard and an example Alertmanager configuration
+// (alertmanagerConfig), parameterised by `_config` (config.libsonnet).
 //
 //   local orpycamcp = (import 'orpycamcp-exporter/mixin/mixin.libsonnet') + {
 //     _config+:: { orpycamcpSelector: 'job="orpycamcp"', clusterLabel: 'k8s_cluster' },
@@ -8,4 +9,5 @@
 (import 'config.libsonnet')
 + (import 'rules.libsonnet')
 + (import 'alerts.libsonnet')
++ (import 'alertmanager.libsonnet')
 + (import 'dashboards/dashboards.libsonnet')

@@ -1,85 +1,186 @@
-// Recording rules: one value per cluster out of its replicas (`:max`), the
-// clusters known and measured (`:count`) and the platform totals (`:total`).
+// Recording rules: each target's database (`orpycamcp:database_identity:*`),
+// one value per database out of its replicas (`:max`), one value per Redis bus
+// for the streams, the databases known and measured (`:count`) and the
+// platform totals (`:total`).
+//
+// A database is what the exporter reads from it (orpycamcp_database_identity_info),
+// never a target label: replicas of one database merge, two databases never do,
+// whatever `clusterLabel` says. Every recorded series keeps the labels the
+// selector fixes with `=` (lib.keyLabels), and every read of a recorded series
+// selects them: two renders with different selectors never touch each other.
 local families = import 'families.libsonnet';
 local lib = import 'lib.libsonnet';
 
 {
   local c = $._config,
-  local up = 'up' + lib.selector(c),
-  // Clusters known for the job, up or down (`offset` for the warm-up check).
-  local knownClusters(offset='') =
-    'count by (job) (count by (job, %s) (%s%s))' % [c.clusterLabel, up, if offset == '' then '' else ' offset ' + offset],
-  // True while every known cluster has a replica up that measured the signal,
-  // and the clusters known now were already known `totalsWarmUp` ago.
-  local everyClusterMeasured(signal) = |||
-    count by (job) (max by (job, %(cluster)s) (orpycamcp_signal_measured%(measured)s) == 1)
-      == on (job) %(known)s
-    # The clusters known now were known a moment ago too: right after Prometheus
-    # starts, a cluster whose first scrape has not come yet is not missing silently.
-    and on (job) %(knownBefore)s
-      == on (job) %(known)s
-  ||| % {
-    cluster: c.clusterLabel,
-    measured: lib.selector(c, ['signal="%s"' % signal]),
-    known: knownClusters(),
-    knownBefore: knownClusters(c.totalsWarmUp),
-  },
+  local keys = lib.keyLabels(c),
+  local k = lib.list(keys),
+  local id = lib.identityLabel,
+  local cl = c.clusterLabel,
+  local sel = lib.selector(c),
+  local rec = lib.recorded(c),
+  local up = 'up' + sel,
+  local info = 'orpycamcp_database_identity_info' + sel,
+  local latest = lib.latestIdentity + sel,
+  local retiredPattern = std.join('|', c.retiredDatabases),
+  local isIdentity(text) = std.length(text) > 2 && std.length(std.findSubstr('/', text)) == 1
+                           && std.length([ch for ch in std.stringChars(text) if !std.member('0123456789/', ch)]) == 0,
+  assert std.length([d for d in c.retiredDatabases if !isIdentity(d)]) == 0
+         : 'retiredDatabases: every entry is a database_identity as published, "<system identifier>/<database OID>"',
+  local notRetired = if std.length(c.retiredDatabases) == 0 then [] else ['%s!~"%s"' % [id, retiredPattern]],
   local indent(text, spaces) = std.join('\n' + std.repeat(' ', spaces), std.split(std.rstripChars(text, '\n'), '\n')),
 
-  // A total over the clusters of a family read from each cluster's own
-  // database, gated on every cluster having measured its signal. The values and
-  // their gate are read in ONE expression: one query sees one consistent state
-  // of the storage, while two rules can straddle a scrape appended between them.
+  // The databases the platform has: every identity a target of the deployment
+  // reported within databaseMemory (unless retired), and every identity
+  // reported now. `offset`: the same set as it was then.
+  local knownFromMemory(offset='') =
+    'group by (%s, %s) (%s%s)' % [k, id, lib.latestIdentity, lib.selector(c, notRetired) + (if offset == '' then '' else ' offset ' + offset)],
+  local known = '(%s or group by (%s, %s) (%s))' % [knownFromMemory(), k, id, info],
+  // The databases with a replica that reports its identity now and measured `signal` completely.
+  local measuredNow(signalMatcher, extra=[]) =
+    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
+      by: lib.list(keys + [id] + extra),
+      sel: lib.selector(c, [signalMatcher]),
+      id: id,
+      info: info,
+    },
+  // Targets whose database is unknown: up and reading the database (a signal
+  // other than streams) without any identity within databaseMemory; or down,
+  // without one, and with a cluster label value no identified target has (a
+  // replica that never started beside identified ones is no unknown database).
+  local unidentified = |||
+    (
+      group without (signal) (orpycamcp_signal_measured%(notStreams)s)
+        unless ignoring (%(id)s) %(latest)s
+      or (%(up)s == 0) unless ignoring (%(id)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
+    )
+  ||| % { notStreams: lib.selector(c, ['signal!="streams"']), id: id, latest: latest, up: up, k: k, cl: cl },
+  // Database identities of the targets still scraped (up or down), with their cluster label.
+  local scrapedDatabases = 'group by (%s, %s, %s) (%s and ignoring (%s) %s)' % [k, cl, id, latest, id, up],
+  // One cluster label value over several databases: which is which is ambiguous.
+  local sharedClusterLabel = 'count by (%s, %s) (%s) > 1' % [k, cl, scrapedDatabases],
+
+  // True while every known database has a replica that measured `signal` now,
+  // every target is identified, no cluster label value covers two databases,
+  // and the databases known now were known `totalsWarmUp` ago.
+  local gate(signalMatcher) = |||
+    count by (%(k)s) (%(measured)s)
+      == on (%(k)s) count by (%(k)s) %(known)s
+    # The databases known now were known a moment ago too: right after the
+    # rules start, a database whose first scrape has not come yet is not missed.
+    and on (%(k)s) count by (%(k)s) (%(memory)s)
+      == on (%(k)s) count by (%(k)s) (%(memoryBefore)s)
+    unless on (%(k)s) %(unidentified)s
+    unless on (%(k)s) (%(shared)s)
+  ||| % {
+    k: k,
+    measured: measuredNow(signalMatcher),
+    known: known,
+    memory: knownFromMemory(),
+    memoryBefore: knownFromMemory(c.totalsWarmUp),
+    unidentified: indent(unidentified, 4),
+    shared: sharedClusterLabel,
+  },
+
+  // Values per database: only from targets that report their identity now.
+  local perDatabase(family) =
+    'max by (%(by)s) (%(f)s * ignoring (%(ignore)s) group_left (%(id)s) %(info)s)' % {
+      by: lib.list(keys + [id] + families[family]),
+      f: 'orpycamcp_' + family + sel,
+      ignore: lib.list(families[family] + [id]),
+      id: id,
+      info: info,
+    },
+
+  // A total over the databases of a family read from each database, gated on
+  // every database having measured its signal. The values and their gate are
+  // read in ONE expression: one query sees one consistent state of the
+  // storage, while two rules can straddle a scrape appended between them.
   local gatedTotal(operator, family, signal) = |||
-    %(operator)s by (job, %(labels)s) (%(merged)s)
-      and on (job) (
+    %(operator)s by (%(by)s) (
+      %(values)s
+    )
+      and on (%(k)s) (
         %(gate)s
       )
   ||| % {
     operator: operator,
-    labels: std.join(', ', families[family]),
-    merged: lib.merge(c, 'orpycamcp_' + family, families[family]),
-    gate: indent(everyClusterMeasured(signal), 4),
+    by: lib.list(keys + families[family]),
+    values: perDatabase(family),
+    k: k,
+    gate: indent(gate('signal="%s"' % signal), 4),
   },
 
   // Declared backlogs: one signal per backlog, named like its `backlog` label.
   local backlogTotal(operator, family) = |||
-    %(operator)s by (job, %(labels)s) (%(merged)s)
-      and on (job, backlog)
+    %(operator)s by (%(by)s) (
+      %(values)s
+    )
+      and on (%(k)s, backlog)
         label_replace(
-          count by (job, signal) (max by (job, %(cluster)s, signal) (orpycamcp_signal_measured%(selector)s) == 1)
-            == on (job) group_left %(known)s,
+          count by (%(k)s, signal) (%(measured)s)
+            == on (%(k)s) group_left count by (%(k)s) %(known)s,
           "backlog", "$1", "signal", "(.+)"
         )
-        and on (job) %(knownBefore)s
-          == on (job) %(known)s
+        and on (%(k)s) count by (%(k)s) (%(memory)s)
+          == on (%(k)s) count by (%(k)s) (%(memoryBefore)s)
+        unless on (%(k)s) %(unidentified)s
+        unless on (%(k)s) (%(shared)s)
   ||| % {
     operator: operator,
-    labels: std.join(', ', families[family]),
-    merged: lib.merge(c, 'orpycamcp_' + family, families[family]),
-    cluster: c.clusterLabel,
-    selector: lib.selector(c),
-    known: knownClusters(),
-    knownBefore: knownClusters(c.totalsWarmUp),
+    by: lib.list(keys + families[family]),
+    values: perDatabase(family),
+    k: k,
+    measured: measuredNow('signal=~".+"', ['signal']),
+    known: known,
+    memory: knownFromMemory(),
+    memoryBefore: knownFromMemory(c.totalsWarmUp),
+    unidentified: indent(unidentified, 8),
+    shared: sharedClusterLabel,
   },
 
   local maxRule(family) = {
     record: 'orpycamcp:%s:max' % family,
     expr: lib.merge(c, 'orpycamcp_' + family, families[family]),
   },
+  // The Redis bus: one value per deployment, whatever the clusters and databases.
+  local busRule(family) = {
+    record: 'orpycamcp:%s:max' % family,
+    expr: lib.busMerge(c, 'orpycamcp_' + family, families[family]),
+  },
+
+  // For the alerts and the dashboard.
+  databasesKnown:: known,
+  databasesScraped:: scrapedDatabases,
+  sharedClusterLabel:: sharedClusterLabel,
+  unidentifiedTargets:: unidentified,
+  measuredDatabases(signalMatcher):: measuredNow(signalMatcher),
+  knownFromMemory:: knownFromMemory(),
 
   prometheusRules+:: {
     groups+: [
       {
         name: 'orpycamcp.rules',
         rules: [
-          // Per-signal health: measured if at least one replica of the cluster measured it completely.
+          // Which database each target measures. The time each target last
+          // reported each identity, then per target the latest of them within
+          // databaseMemory (value 1): a target that is down, or cannot read its
+          // identity now, still belongs to the database it last reported.
+          {
+            record: 'orpycamcp:database_identity:last_seen_timestamp_seconds',
+            expr: 'timestamp(%s)' % info,
+          },
+          {
+            record: lib.latestIdentity,
+            expr: 'topk without (%s) (1, last_over_time(orpycamcp:database_identity:last_seen_timestamp_seconds%s[%s])) * 0 + 1' % [id, sel, c.databaseMemory],
+          },
+          // Per-database health: measured if at least one replica of the database measured it completely.
           maxRule('signal_measured'),
           maxRule('signal_last_success_timestamp_seconds'),
           // The hot standby the exporter reads from (absent on a primary).
           maxRule('database_replay_lag_seconds'),
           // The Redis replica the streams are read from (absent on a master).
-          maxRule('redis_replica_lag_seconds'),
+          busRule('redis_replica_lag_seconds'),
           maxRule('dlq_pending_events'),
           maxRule('dlq_oldest_pending_timestamp_seconds'),
           maxRule('preservation_exhausted_artifacts'),
@@ -87,43 +188,42 @@ local lib = import 'lib.libsonnet';
           maxRule('audit_chain_declared_breaks'),
           maxRule('audit_chain_verification_ok'),
           maxRule('audit_chain_last_verification_timestamp_seconds'),
-          maxRule('stream_pending_messages'),
-          maxRule('stream_oldest_pending_timestamp_seconds'),
-          maxRule('stream_undelivered_entries'),
-          maxRule('stream_consumers'),
-          maxRule('stream_consumer_idle_seconds'),
-          maxRule('deadletter_stream_entries'),
-          maxRule('deadletter_stream_oldest_entry_timestamp_seconds'),
+          busRule('stream_pending_messages'),
+          busRule('stream_oldest_pending_timestamp_seconds'),
+          busRule('stream_undelivered_entries'),
+          busRule('stream_consumers'),
+          busRule('stream_consumer_idle_seconds'),
+          busRule('deadletter_stream_entries'),
+          busRule('deadletter_stream_oldest_entry_timestamp_seconds'),
           maxRule('backlog_pending_items'),
           maxRule('backlog_oldest_pending_timestamp_seconds'),
           maxRule('backlog_arrivals'),
           maxRule('backlog_arrivals_threshold'),
 
-          // Platform totals over clusters. A total is never partial: it exists
-          // only while every cluster known for the job (every distinct cluster
-          // label among its `up` targets, up or down) has a replica up that
-          // measured the signal. Targets without the cluster label form one
-          // cluster. These rules follow the `:max` rules in this group so that
-          // each evaluation sees one consistent instant.
-          { record: 'orpycamcp:clusters:count', expr: knownClusters() },
+          // Platform totals over databases. A total is never partial: it exists
+          // only while every database known to the deployment (reported by any
+          // of its targets within databaseMemory, unless retired) has a replica
+          // that reports its identity and measured the signal now, every target
+          // is identified, and no cluster label value covers two databases.
+          // These rules follow the `:max` rules in this group so that each
+          // evaluation sees one consistent instant.
+          { record: 'orpycamcp:clusters:count', expr: 'count by (%s) %s' % [k, known] },
           {
             record: 'orpycamcp:signal_measured_clusters:count',
-            expr: |||
-              count by (job, signal) (
-                max by (job, %s, signal) (orpycamcp_signal_measured%s) == 1
-              )
-            ||| % [c.clusterLabel, lib.selector(c)],
+            expr: 'count by (%s, signal) (%s)' % [k, measuredNow('signal=~".+"', ['signal'])],
           },
-          // Present only when every known cluster measured the signal.
+          // Present only when the totals of the signal are (the warm-up aside).
           {
             record: 'orpycamcp:signal_complete:count',
             expr: |||
-              orpycamcp:signal_measured_clusters:count
-                == on (job) group_left orpycamcp:clusters:count
-            |||,
+              orpycamcp:signal_measured_clusters:count%(rec)s
+                == on (%(k)s) group_left orpycamcp:clusters:count%(rec)s
+              unless on (%(k)s) %(unidentified)s
+              unless on (%(k)s) (%(shared)s)
+            ||| % { rec: rec, k: k, unidentified: indent(unidentified, 2), shared: sharedClusterLabel },
           },
-          // dlq and preservation read the tenants of each cluster: sums of
-          // counts, the minimum of "oldest" timestamps, over clusters.
+          // dlq and preservation read the tenants of each database: sums of
+          // counts, the minimum of "oldest" timestamps, over databases.
           { record: 'orpycamcp:dlq_pending_events:total', expr: gatedTotal('sum', 'dlq_pending_events', 'dlq') },
           {
             record: 'orpycamcp:dlq_oldest_pending_timestamp_seconds:total',
@@ -139,26 +239,20 @@ local lib = import 'lib.libsonnet';
             expr: backlogTotal('min', 'backlog_oldest_pending_timestamp_seconds'),
           },
           // Redis Streams are the platform's one event bus, not shard data:
-          // every cluster's exporter reads the same streams, so the platform
-          // value is the max over the clusters that measured it, never a sum.
-          {
-            record: 'orpycamcp:stream_pending_messages:total',
-            expr: 'max by (job, stream, group) (orpycamcp:stream_pending_messages:max)',
-          },
+          // every exporter reads the same streams, so the platform value is
+          // the bus value (the max over every target), never a sum.
+          { record: 'orpycamcp:stream_pending_messages:total', expr: 'orpycamcp:stream_pending_messages:max' + rec },
           {
             record: 'orpycamcp:stream_oldest_pending_timestamp_seconds:total',
-            expr: 'max by (job, stream, group) (orpycamcp:stream_oldest_pending_timestamp_seconds:max)',
+            expr: 'orpycamcp:stream_oldest_pending_timestamp_seconds:max' + rec,
           },
-          {
-            record: 'orpycamcp:deadletter_stream_entries:total',
-            expr: 'max by (job, stream) (orpycamcp:deadletter_stream_entries:max)',
-          },
+          { record: 'orpycamcp:deadletter_stream_entries:total', expr: 'orpycamcp:deadletter_stream_entries:max' + rec },
           {
             record: 'orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:total',
-            expr: 'max by (job, stream) (orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max)',
+            expr: 'orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max' + rec,
           },
-          // audit_chain has no platform total: each cluster verifies its own
-          // chain on its own schedule, and its alerts fire per cluster.
+          // audit_chain has no platform total: each database verifies its own
+          // chain on its own schedule, and its alerts fire per database.
         ],
       },
     ],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from registry.model import Family, MetricType, Registry, RegistryError, check_unique, product, single
+from registry.model import Family, MetricType, Registry, RegistryError, ValueRule, check_unique, product, single
 from registry.values import (
     ARTIFACTS,
     DEADLETTER_STREAMS,
@@ -169,6 +169,33 @@ DATABASE_REPLAY_LAG = Family(
     signal=META,
     sparse=True,
 )
+# Which database the exporter measures, as the database itself says: PostgreSQL's
+# system identifier (equal on a primary and its physical standbys, written once
+# by initdb) and the database's OID within it. The shipped rules merge replicas
+# and count the platform's databases by it (docs/sharding.md).
+DATABASE_IDENTITY_RULE = ValueRule(
+    pattern=r"[0-9]{1,20}/[0-9]{1,10}",
+    description="`<system identifier>/<database OID>`, decimal digits",
+    max_length=31,
+)
+DATABASE_IDENTITY = Family(
+    name=PREFIX + "database_identity_info",
+    help="Always 1; database_identity names the database measured: <PostgreSQL system identifier>/<database OID>,"
+    " the same on a primary and its standbys; absent while it cannot be read.",
+    signal=META,
+    labels=("database_identity",),
+    combinations=(),
+    sparse=True,
+    rule=DATABASE_IDENTITY_RULE,
+)
+DATABASE_IDENTITY_FAILURE = Family(
+    name=PREFIX + "database_identity_failure_info",
+    help="1 for the reason the database's identity cannot be read now; absent while it is read.",
+    signal=META,
+    labels=("reason",),
+    combinations=single(FAILURE_REASONS),
+    sparse=True,
+)
 BUILD_INFO = Family(
     name=PREFIX + "exporter_build_info",
     help="Always 1; the version label names the running exporter.",
@@ -252,6 +279,8 @@ FAMILIES: tuple[Family, ...] = (
     DEADLETTER_OLDEST,
     REDIS_REPLICA_LAG,
     DATABASE_REPLAY_LAG,
+    DATABASE_IDENTITY,
+    DATABASE_IDENTITY_FAILURE,
     BUILD_INFO,
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,

@@ -59,6 +59,27 @@ class MetricType(StrEnum):
 
 
 @dataclass(frozen=True)
+class ValueRule:
+    """The declared shape of a label value read from a source rather than listed
+    here (a database's identity): the whole value must match `pattern`, never
+    free text, and never longer than `max_length`."""
+
+    pattern: str
+    description: str
+    max_length: int
+    _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        compiled = re.compile(self.pattern)
+        if compiled.fullmatch("") or self.max_length < 1:
+            raise RegistryError(self.pattern, "a value rule must refuse the empty value and bound the length")
+        object.__setattr__(self, "_compiled", compiled)
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and len(value) <= self.max_length and self._compiled.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
 class Family:
     """One metric family and the closed set of label-value combinations it may carry.
 
@@ -77,6 +98,10 @@ class Family:
     sparse: bool = False
     # `combinations` as a set, for a constant-time membership test at scrape time.
     allowed: frozenset[tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
+    # A family whose one label takes values read from a source: each value is
+    # held to this rule instead of a listed combination (then `combinations`
+    # stays empty and the family is sparse).
+    rule: ValueRule | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed", frozenset(self.combinations))
@@ -95,6 +120,10 @@ class Family:
                 raise RegistryError(self.name, f"label {label!r} is not a valid label name")
             if label.lower() in FORBIDDEN_LABELS:
                 raise RegistryError(self.name, f"label {label!r} would identify a tenant or a person")
+        if self.rule is not None:
+            if len(self.labels) != 1 or self.combinations or not self.sparse:
+                raise RegistryError(self.name, "a family under a value rule has one label, no listed values, is sparse")
+            return
         if not self.combinations:
             raise RegistryError(self.name, "declares no label combination")
         if len(self.allowed) != len(self.combinations):

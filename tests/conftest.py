@@ -7,6 +7,7 @@ import pytest
 
 from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
 from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
+from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of this run
 from tests.platform import Platform, create_platform
 
 # The slow tier: images and the wheel built, whole stacks end to end, the fault

@@ -61,10 +61,10 @@ def _sharded_blocks(language: str) -> list[str]:
 
 
 def test_sharded_scrape_configurations_pass_promtool(tmp_path: Path) -> None:
-    """The static and file_sd examples are valid Prometheus configurations with a `cluster` per target group."""
+    """The static and file_sd examples are valid Prometheus configurations with a cluster label per target group."""
     (targets,) = _sharded_blocks("json")
     groups = json.loads(targets)
-    assert {group["labels"]["cluster"] for group in groups} == {"east", "west"}
+    assert {group["labels"]["orpycamcp_cluster"] for group in groups} == {"east", "west"}
     sd_folder = tmp_path / "sd"
     sd_folder.mkdir()
     (sd_folder / "clusters.json").write_text(targets)
@@ -74,7 +74,7 @@ def test_sharded_scrape_configurations_pass_promtool(tmp_path: Path) -> None:
         (job,) = config["scrape_configs"]
         assert job["job_name"] == "orpycamcp-exporter"
         for static in job.get("static_configs", []):
-            assert static["labels"]["cluster"]
+            assert static["labels"]["orpycamcp_cluster"]
         for sd in job.get("file_sd_configs", []):
             sd["files"] = [str(sd_folder / "*.json")]
         _assert_promtool_accepts(config, tmp_path / f"prometheus-{number}.yml")

@@ -14,10 +14,13 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from exporter.http.reload import WebConfigSource
+from exporter.http.webconfig import bcrypt_cost
 
 # The password behind the placeholder hash: public on purpose, refused for every user.
 PLACEHOLDER_PASSWORD = "orpycamcp-exporter"  # noqa: S105
 _CACHE_LIMIT = 128
+# bcrypt reads 72 bytes of a password at most; bcrypt 5 raises past them.
+BCRYPT_MAX_PASSWORD = 72
 
 
 @functools.cache
@@ -28,8 +31,18 @@ def _placeholder_hash(rounds: int) -> bytes:
 
 
 def _cost(users: Mapping[str, bytes]) -> int:
-    # A bcrypt hash reads $2b$NN$...: NN is the cost, from 4 to 31 (webconfig checks the form).
-    return max((int(hashed[4:6]) for hashed in users.values()), default=10)
+    # Every user's hash has the same cost (webconfig refuses others).
+    return max((bcrypt_cost(hashed.decode("ascii")) or 10 for hashed in users.values()), default=10)
+
+
+def _checked(password: bytes, hashed: bytes | None, rounds: int) -> bool:
+    """bcrypt's verdict, at the cost of the configured hashes whatever is presented:
+    an unknown user, or a password longer than bcrypt reads (never a match: no hash
+    of it exists), is checked against the placeholder and refused."""
+    if hashed is None or len(password) > BCRYPT_MAX_PASSWORD:
+        bcrypt.checkpw(PLACEHOLDER_PASSWORD.encode(), _placeholder_hash(rounds))
+        return False
+    return bcrypt.checkpw(password, hashed)
 
 
 def credentials(headers: list[tuple[bytes, bytes]]) -> tuple[str, str] | None:
@@ -69,13 +82,7 @@ class BasicAuth:
         known = self._verified.get(key)
         if known is not None:
             return known
-        hashed = users.get(user)
-        if hashed is None:
-            hashed_or_placeholder = await anyio.to_thread.run_sync(_placeholder_hash, _cost(users))
-        else:
-            hashed_or_placeholder = hashed
-        ok = await anyio.to_thread.run_sync(bcrypt.checkpw, password.encode("utf-8"), hashed_or_placeholder)
-        ok = ok and hashed is not None
+        ok = await anyio.to_thread.run_sync(_checked, password.encode("utf-8"), users.get(user), _cost(users))
         if users is not self._of:  # reloaded while bcrypt ran: answered, not remembered
             return ok
         if len(self._verified) >= _CACHE_LIMIT:

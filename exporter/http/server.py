@@ -123,8 +123,8 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
     # lifespan closes the pool) and re-raises the signal once done: make that
     # re-raise a no-op so a requested shutdown exits 0.
     handlers: dict[int, Callable[[int, FrameType | None], Any]] = {
-        signal.SIGINT: _stopped,
-        signal.SIGTERM: _stopped,
+        signal.SIGINT: _stopper(server),
+        signal.SIGTERM: _stopper(server),
         signal.SIGHUP: _reloader(source),
         **{sig: _ignored for sig in IGNORED_SIGNALS},
     }
@@ -142,8 +142,15 @@ def _name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def _stopped(signum: int, frame: FrameType | None) -> None:
-    log.info("stopped by signal %s", _name(signum))
+def _stopper(server: uvicorn.Server) -> Callable[[int, FrameType | None], None]:
+    """The handler in force outside uvicorn's own: a stop asked before uvicorn took
+    the signals (while it starts) is kept, and uvicorn exits once started."""
+
+    def stopped(signum: int, frame: FrameType | None) -> None:
+        server.should_exit = True
+        log.info("stopped by signal %s", _name(signum))
+
+    return stopped
 
 
 def _ignored(signum: int, frame: FrameType | None) -> None:

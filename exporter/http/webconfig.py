@@ -6,14 +6,17 @@ Parsed and checked completely at start; any problem is a ConfigError (exit 2).
 
 from __future__ import annotations
 
+import re
 import ssl
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from exporter.errors import ConfigError
-from exporter.yamlfile import YamlError, parse_yaml, read_capped
+from exporter.printable import has_control
+from exporter.yamlfile import YamlError, excerpt, parse_yaml, read_capped
 
 SETTING = "--web.config.file"
 
@@ -34,18 +37,30 @@ TLS_KEYS = {"cert_file", "key_file", "client_ca_file", "client_auth_type", "min_
 HTTP_KEYS = {"headers", "http2"}
 TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config"}
 BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+# bcrypt's work doubles with each step of its cost: 14 takes about a second on one
+# core, 31 days. A check that cannot end within a scrape is refused at start.
+MIN_BCRYPT_COST = 4
+MAX_BCRYPT_COST = 14
+_BCRYPT = re.compile(r"\$2[aby]\$([0-9]{2})\$[./A-Za-z0-9]{53}")
+# The headers http_server_config.headers may set, and the values of those that are
+# enumerations: the exporter-toolkit's own list. Every other header is the
+# exporter's (Content-Type, Content-Encoding, WWW-Authenticate...) or the server's.
+EXTRA_HEADERS: dict[str, tuple[str, ...]] = {
+    "Strict-Transport-Security": (),
+    "X-Content-Type-Options": ("nosniff",),
+    "X-Frame-Options": ("deny", "sameorigin"),
+    "X-XSS-Protection": (),
+    "Content-Security-Policy": (),
+}
+_EXTRA_BY_LOWER = {name.lower(): values for name, values in EXTRA_HEADERS.items()}
+# RFC 9110 field-value: visible ASCII, spaces and tabs inside; no CR, LF or NUL.
+_FIELD_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?")
 
 
-def _is_bcrypt(hashed: str) -> bool:
-    """$2b$NN$ and 53 characters of salt and hash, NN the cost from 04 to 31."""
-    cost = hashed[4:6]
-    return (
-        hashed.startswith(BCRYPT_PREFIXES)
-        and len(hashed) == 60
-        and cost.isdigit()
-        and 4 <= int(cost) <= 31
-        and hashed[6] == "$"
-    )
+def bcrypt_cost(hashed: str) -> int | None:
+    """The cost of a bcrypt hash ($2b$NN$ and 53 characters of salt and hash); None when not one."""
+    match = _BCRYPT.fullmatch(hashed)
+    return int(match.group(1)) if match is not None else None
 
 
 @dataclass(frozen=True)
@@ -91,11 +106,20 @@ def _mapping(value: Any, where: str, allowed: set[str]) -> dict[str, Any]:
 
 
 def _file(base: Path, raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw:
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
         raise _problem(f"{where} must be a file path")
     path = (base / raw) if not Path(raw).is_absolute() else Path(raw)
-    if not path.is_file():
-        raise _problem(f"{where}: {path} does not exist")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise _problem(f"{where}: {path} does not exist") from None
+    except OSError as exc:
+        raise _problem(f"{where}: {path} cannot be read: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise _problem(f"{where}: {path} is a directory")
+    if not stat.S_ISREG(mode):
+        # A device (/dev/zero), a pipe or a socket: it may never end.
+        raise _problem(f"{where}: {path} is not a regular file")
     return str(path)
 
 
@@ -105,8 +129,8 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
     if "cert_file" not in section or "key_file" not in section:
         raise _problem("tls_server_config needs both cert_file and key_file")
     auth_name = section.get("client_auth_type", "NoClientCert")
-    if auth_name not in CLIENT_AUTH_TYPES:
-        raise _problem(f"client_auth_type {auth_name!r} is not one of {', '.join(CLIENT_AUTH_TYPES)}")
+    if not isinstance(auth_name, str) or auth_name not in CLIENT_AUTH_TYPES:
+        raise _problem(f"client_auth_type {excerpt(auth_name)} is not one of {', '.join(CLIENT_AUTH_TYPES)}")
     client_auth = CLIENT_AUTH_TYPES[auth_name]
     ca_file = _file(base, section["client_ca_file"], "client_ca_file") if section.get("client_ca_file") else None
     if client_auth != ssl.CERT_NONE and ca_file is None:
@@ -116,8 +140,8 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
         name = section.get(key, default)
         if name is None:
             continue
-        if name not in TLS_VERSIONS:
-            raise _problem(f"{key} {name!r} is not one of {', '.join(TLS_VERSIONS)}")
+        if not isinstance(name, str) or name not in TLS_VERSIONS:
+            raise _problem(f"{key} {excerpt(name)} is not one of {', '.join(TLS_VERSIONS)}")
         versions[key] = TLS_VERSIONS[name]
     tls = TlsConfig(
         cert_file=_file(base, section["cert_file"], "cert_file"),
@@ -135,19 +159,60 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
 
 
 def _users(section: Any) -> dict[str, bytes]:
+    """Users and their hashes, all of one cost: checking an unknown user's password
+    costs that much too, so the time of an answer tells nothing of who exists."""
     if section is None:
         return {}
     if not isinstance(section, dict):
         raise _problem("basic_auth_users must map user names to bcrypt hashes")
     users: dict[str, bytes] = {}
+    costs: dict[int, str] = {}
     for user, hashed in section.items():
-        if not isinstance(user, str) or not user or ":" in user:
-            raise _problem(f"basic_auth_users: invalid user name {user!r}")
-        if not isinstance(hashed, str) or not _is_bcrypt(hashed):
+        if not isinstance(user, str) or not user or ":" in user or has_control(user):
+            raise _problem(
+                f"basic_auth_users: invalid user name {excerpt(user)} (a name without ':' or control characters)"
+            )
+        cost = bcrypt_cost(hashed) if isinstance(hashed, str) else None
+        if cost is None:
             # The hash itself is never echoed back.
-            raise _problem(f"basic_auth_users: the password of {user!r} is not a bcrypt hash")
+            raise _problem(f"basic_auth_users: the password of {excerpt(user)} is not a bcrypt hash")
+        if not MIN_BCRYPT_COST <= cost <= MAX_BCRYPT_COST:
+            raise _problem(
+                f"basic_auth_users: the hash of {excerpt(user)} has cost {cost}; from {MIN_BCRYPT_COST} to"
+                f" {MAX_BCRYPT_COST} are accepted (each step doubles the time of a check: {MAX_BCRYPT_COST}"
+                " takes about a second)"
+            )
+        costs.setdefault(cost, user)
+        if len(costs) > 1:
+            (first, first_user), (other, other_user) = sorted(costs.items())[:2]
+            raise _problem(
+                f"basic_auth_users: {excerpt(first_user)} has cost {first} and {excerpt(other_user)} cost {other}:"
+                " hash every password with one cost (a cheaper user would be found by the time of a wrong login)"
+            )
         users[user] = hashed.encode("ascii")
     return users
+
+
+def _headers(section: Any) -> dict[str, str]:
+    if section is None:
+        return {}
+    if not isinstance(section, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in section.items()):
+        raise _problem("http_server_config.headers must map header names to strings")
+    for name, value in section.items():
+        allowed = _EXTRA_BY_LOWER.get(name.lower())
+        if allowed is None:
+            raise _problem(
+                f"http_server_config.headers: {excerpt(name)} cannot be configured"
+                f" (these can: {', '.join(EXTRA_HEADERS)})"
+            )
+        if not _FIELD_VALUE.fullmatch(value):
+            raise _problem(
+                f"http_server_config.headers: the value of {name} is not a header value"
+                " (visible ASCII, spaces inside; no line break or control character)"
+            )
+        if allowed and value.lower() not in allowed:
+            raise _problem(f"http_server_config.headers: {name} must be one of {', '.join(allowed)}")
+    return dict(section)
 
 
 def load_web_config(path: str) -> WebConfig:
@@ -162,11 +227,9 @@ def load_web_config(path: str) -> WebConfig:
     top = _mapping(document, path, TOP_KEYS)
     base = file.resolve().parent
     http = _mapping(top.get("http_server_config"), "http_server_config", HTTP_KEYS)
-    headers = http.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
-        raise _problem("http_server_config.headers must map header names to strings")
+    headers = _headers(http.get("headers"))
     return WebConfig(
         tls=_tls(_mapping(top.get("tls_server_config"), "tls_server_config", TLS_KEYS), base),
         basic_auth_users=_users(top.get("basic_auth_users")),
-        headers=dict(headers),
+        headers=headers,
     )

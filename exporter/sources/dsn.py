@@ -17,6 +17,7 @@ import inspect
 import os
 import re
 import ssl
+import stat
 import urllib.parse
 import warnings
 from collections.abc import Mapping
@@ -196,7 +197,7 @@ def _connect_timeout(raw: str) -> float | None:
     try:
         seconds = int(raw.strip())
     except ValueError:
-        raise InvalidDatabaseUrl(f"connect_timeout {raw!r} is not a whole number of seconds") from None
+        raise InvalidDatabaseUrl("connect_timeout is not a whole number of seconds") from None
     if seconds <= 0:
         return None
     return max(float(seconds), MIN_CONNECT_TIMEOUT_SECONDS)
@@ -214,37 +215,34 @@ def _asyncpg_parse(url: str) -> tuple[list[Any], Any]:
     return addrs, params
 
 
-def _secrets(url: str, pairs: list[tuple[str, str, str]]) -> list[str]:
-    """Every string that might be the password, however the URL was mis-encoded."""
-    rest = url.split("//", 1)[-1]
-    candidates = [value for _raw, key, value in pairs if key in ("password", "sslpassword")]
-    last_at = rest.rfind("@")
-    if last_at >= 0:
-        userinfo = rest[:last_at]
-        candidates += [userinfo.partition(":")[2], userinfo.partition("@")[0].partition(":")[2]]
-    candidates += [urllib.parse.unquote(c) for c in candidates]
-    return sorted({c for c in candidates if len(c) >= 3}, key=len, reverse=True)
-
-
-def _scrub(message: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        message = message.replace(secret, "***")
-    return message
+def _driver_words(message: str, url: str) -> str:
+    """asyncpg's reason, unless it quotes a piece of what may hold a password."""
+    if url_secrets.quotes(message, url_secrets.secret_texts(url)):
+        return "the PostgreSQL driver (asyncpg) refuses the URL (its words are not shown: they quote the URL)"
+    return f"the PostgreSQL driver (asyncpg) refuses the URL: {message}"
 
 
 def _check_files(pairs: list[tuple[str, str, str]], env: Mapping[str, str]) -> None:
     given = {key: value for _raw, key, value in pairs if key in FILE_PARAMETERS}
     for key, variable in (("sslrootcert", "PGSSLROOTCERT"), ("sslcert", "PGSSLCERT"), ("sslkey", "PGSSLKEY")):
         if key not in given and env.get(variable):
-            given[key] = env[variable]
+            given[variable] = env[variable]
     for key, path in given.items():
         if not path:
             continue
+        # The path is not repeated: after a password left unencoded in the
+        # query, "&sslrootcert=..." may be the rest of that password.
+        if "\x00" in path:
+            raise InvalidDatabaseUrl(f"the file {key} names holds a NUL character")
         try:
+            # Not opened before it is known to be a file: a FIFO would block the open.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                # A device (/dev/zero) would be read forever when the driver loads it.
+                raise InvalidDatabaseUrl(f"the file {key} names is not a regular file")
             with open(path, "rb"):
                 pass
         except OSError as exc:
-            raise InvalidDatabaseUrl(f"{key} {path}: cannot be read: {exc.strerror}") from None
+            raise InvalidDatabaseUrl(f"the file {key} names cannot be read: {exc.strerror}") from None
 
 
 def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
@@ -256,15 +254,14 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
     env = os.environ if env is None else env
     try:
         parts = urllib.parse.urlsplit(url)
-    except ValueError as exc:  # its messages hold no part of the URL
-        raise InvalidDatabaseUrl(f"not a valid URL: {exc}") from None
+    except ValueError:  # urllib's messages quote the URL: not repeated
+        raise InvalidDatabaseUrl(f"not a valid URL: {url_secrets.UNPARSED}") from None
     if parts.scheme not in SCHEMES:
         raise InvalidDatabaseUrl(f"the scheme must be one of {', '.join(SCHEMES)}")
     unreadable = url_secrets.ambiguity(url, DRIVER_PARAMETERS)
     if unreadable is not None:
         raise InvalidDatabaseUrl(unreadable)
     pairs = _query_pairs(parts.query) if parts.query else []
-    secrets = _secrets(url, pairs)
     hostlist = _authority(parts.netloc)
     if hostlist:
         _check_hostlist(hostlist, "host")
@@ -277,7 +274,7 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
     attrs = last.get("target_session_attrs", env.get("PGTARGETSESSIONATTRS"))
     if attrs is not None and attrs not in {member.value for member in SessionAttrs}:
         raise InvalidDatabaseUrl(
-            f"target_session_attrs {attrs!r} is not one of {', '.join(member.value for member in SessionAttrs)}"
+            f"target_session_attrs is not one of {', '.join(member.value for member in SessionAttrs)}"
         )
     if last.get("host"):
         _check_hostlist(last["host"], "host parameter, entry")
@@ -293,9 +290,9 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
     try:
         addrs, params = _asyncpg_parse(url)
     except (pg_exceptions.InterfaceError, pg_exceptions.InternalClientError, ValueError, ssl.SSLError) as exc:
-        raise InvalidDatabaseUrl(_scrub(str(exc), secrets)) from None
+        raise InvalidDatabaseUrl(_driver_words(str(exc), url)) from None
     except OSError as exc:
-        raise InvalidDatabaseUrl(_scrub(f"a file the URL names cannot be read: {exc.strerror}", secrets)) from None
+        raise InvalidDatabaseUrl(f"a file the URL names cannot be read: {exc.strerror}") from None
     hosts = tuple(Host(addr, _socket_port(addr)) if isinstance(addr, str) else Host(addr[0], addr[1]) for addr in addrs)
     return DatabaseTarget(
         url=driver_url,

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.errors import TenantListUnreadable
+from exporter.errors import ContractViolation, TenantListUnreadable
 from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
@@ -58,7 +58,12 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.InsufficientPrivilegeError,
     asyncpg.exceptions.UndefinedColumnError,
 )
-ACTIVE_TENANTS_SQL = "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+# A NULL provisioning_status (NOT NULL in the contract) is read too: that tenant
+# may be active, so no sum over the others can be presented as complete.
+ACTIVE_TENANTS_SQL = (
+    "SELECT slug, provisioning_status IS NULL AS unstated FROM public.tenants"
+    " WHERE provisioning_status = 'active' OR provisioning_status IS NULL ORDER BY slug"
+)
 # A prepared statement the server does not know (26000), or a name it already
 # knows (42P05): the connection's server session is not the one it prepared on.
 _SESSION_STATE_LOST = (
@@ -299,6 +304,13 @@ class Postgres:
             rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
+        unstated = sum(1 for row in rows if row["unstated"])
+        if unstated:
+            raise ContractViolation(
+                "tenants",
+                "public.tenants.provisioning_status",
+                f"NULL for {unstated} tenant(s): is each active or not?",
+            )
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(

@@ -115,23 +115,9 @@ def parse_redis_url(url: str, setting: str = DEFAULT_SETTING) -> RedisTarget:
         raise InvalidRedisUrl(setting, shown(url), refusal.problem, refusal.parameter) from None
 
 
-_SHOWN_VALUES = frozenset({"db", "sentinel_username"})
-
-
 def shown(url: str) -> str:
-    """The URL for messages: no password, and no query value but the known harmless
-    ones (a mistyped parameter may well hold a secret)."""
-    redacted = dsn.redact(url)
-    head, qmark, query = redacted.partition("?")
-    if not qmark:
-        return redacted
-    query, hash_mark, fragment = query.partition("#")
-    pairs = []
-    for pair in query.split("&"):
-        key, eq, _value = pair.partition("=")
-        keep = not eq or urllib.parse.unquote_plus(key) in _SHOWN_VALUES
-        pairs.append(pair if keep else f"{key}=***")
-    return f"{head}?{'&'.join(pairs)}{hash_mark}{fragment}"
+    """The URL for messages: rebuilt from the parts that parsed (url_secrets.mask_url)."""
+    return url_secrets.mask_url(url)
 
 
 def _parse(url: str) -> RedisTarget:
@@ -140,17 +126,22 @@ def _parse(url: str) -> RedisTarget:
         raise _Refusal(f"the scheme must be one of {', '.join(f'{s}://' for s in SCHEMES)}")
     kind, tls = SCHEMES[scheme.lower()]
     if dsn.ambiguous_authority(url):
-        raise _Refusal("percent-encode @ : / ? # % in the user and password (%40 %3A %2F %3F %23 %25)")
+        raise _Refusal(url_secrets.ENCODE)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
         # The parser's own words may quote part of the password: not repeated.
-        raise _Refusal("not a valid URL (percent-encode reserved characters in the password)") from None
+        raise _Refusal(f"not a valid URL: {url_secrets.UNPARSED}") from None
     if parts.fragment:
         raise _Refusal("a Redis URL has no #fragment (an unencoded '#' in the password must be %23)")
     userinfo, at, hostlist = parts.netloc.rpartition("@")
     username, password = _credentials(userinfo) if at else (None, None)
     query = _query(parts.query)
+    # Nothing may follow a password in a Redis query: a ?db= there could be the
+    # password's tail, and the database is shown in messages and logs.
+    unreadable = url_secrets.ambiguity(url, frozenset())
+    if unreadable is not None:
+        raise _Refusal(unreadable)
     _check_parameters(query, kind)
     sentinel_username = query.get("sentinel_username")
     sentinel_password = query.get("sentinel_password")
@@ -183,14 +174,14 @@ def _parse(url: str) -> RedisTarget:
                 " or redis+cluster:// (the cluster's nodes)"
             )
         if len(segments) > 1:
-            raise _Refusal(f"the path {parts.path!r} must be /DB, a database number")
+            raise _Refusal("the path must be /DB, a database number")
         path_db = _db(segments[0], "the path") if segments else None
         return replace(target, db=_one_db(path_db, query_db))
     if kind is RedisKind.SENTINEL:
         if not segments or not segments[0]:
             raise _Refusal("the path must name the service the sentinels monitor: /SERVICE_NAME[/DB]")
         if len(segments) > 2:
-            raise _Refusal(f"the path {parts.path!r} must be /SERVICE_NAME[/DB]")
+            raise _Refusal("the path must be /SERVICE_NAME[/DB]")
         path_db = _db(segments[1], "the database after the service name") if len(segments) == 2 else None
         return replace(
             target,
@@ -219,7 +210,7 @@ def _query(query: str) -> dict[str, str]:
         if not sep or not name:
             raise _Refusal("the query string is not a list of key=value pairs joined by '&'")
         if name in pairs:
-            raise _Refusal(f"parameter {name!r} is given twice", name)
+            raise _Refusal(f"parameter {_named(name)} is given twice", name)
         pairs[name] = urllib.parse.unquote_plus(value)
     return pairs
 
@@ -231,25 +222,33 @@ def _check_parameters(query: dict[str, str], kind: RedisKind) -> None:
         if name in known:
             continue
         if name in _SENTINEL_PARAMETERS:
-            raise _Refusal(f"parameter {name!r} is for redis+sentinel:// URLs only", name)
+            raise _Refusal(f"parameter {_named(name)} is for redis+sentinel:// URLs only", name)
         if name.startswith("ssl"):
             raise _Refusal(
-                f"parameter {name!r}: TLS is set with --redis.tls-ca-file, --redis.tls-cert-file,"
+                f"parameter {_named(name)}: TLS is set with --redis.tls-ca-file, --redis.tls-cert-file,"
                 " --redis.tls-key-file and --redis.tls-insecure-skip-verify, and a rediss:// URL",
                 name,
             )
         if name in _TIMEOUT_PARAMETERS:
             raise _Refusal(
-                f"parameter {name!r}: the exporter's timeouts come from --deadline, and it never retries", name
+                f"parameter {_named(name)}: the exporter's timeouts come from --deadline, and it never retries", name
             )
         if name in _CREDENTIAL_PARAMETERS:
-            raise _Refusal(f"parameter {name!r}: give the credentials as redis://user:password@host", name)
-        raise _Refusal(f"unknown parameter {name!r} (known here: {', '.join(known)})", name)
+            raise _Refusal(f"parameter {_named(name)}: give the credentials as redis://user:password@host", name)
+        raise _Refusal(f"unknown parameter {_named(name)} (known here: {', '.join(known)})", name)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
+def _named(name: str) -> str:
+    """A parameter's name for a message: a plain name quoted, anything else described."""
+    return repr(name) if _PLAIN_NAME.fullmatch(name) else "(a name that is not a plain word)"
 
 
 def _db(text: str, where: str) -> int:
     if not text.isascii() or not text.isdigit():
-        raise _Refusal(f"{where} must be a database number, got {text!r}", "db")
+        raise _Refusal(f"{where} must be a database number", "db")
     return int(text)
 
 
@@ -300,7 +299,7 @@ class RedisUrl:
     def __call__(self, raw: str, env: Mapping[str, str]) -> str:
         if dsn.ambiguous_authority(raw):
             raise Refused(f"{dsn.redact(raw)} is not a valid URL: {url_secrets.ENCODE}")
-        unreadable = url_secrets.ambiguity(raw, KNOWN_PARAMETERS)
+        unreadable = url_secrets.ambiguity(raw, frozenset())
         if unreadable is not None:
             raise Refused(f"{dsn.redact(raw)} is not a valid URL: {unreadable}")
         try:

@@ -1,25 +1,51 @@
-"""Credentials in PostgreSQL and Redis URLs: masked wherever they sit (the
+"""Credentials in PostgreSQL and Redis URLs: never shown, wherever they sit (the
 userinfo, or a query parameter such as `?password=`), and URLs that cannot be
-read one way refused, for both sources.
+read one way refused, for both sources. A URL in a message is rebuilt from the
+parts that parsed (mask_url); an error text from a library is shown only when
+it quotes nothing that may be a secret (quotes, secret_texts).
 
 A password left unencoded can swallow what follows it, or be swallowed by it:
 `?password=ab#cd` loses `#cd` as a fragment, `?password=ab&cd=ef` reads `cd`
-as another parameter. So what a message shows stops where the URL stops being
-readable one way: at a `#`, and at whatever follows a credential in the query.
+as another parameter. Such URLs are refused (ambiguity), and no message shows
+a query, a fragment, a user or a password: only what parsed one way.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 MASK = "***"
+UNSHOWN = "(rest not shown: it does not parse one way)"
+QUOTED_PIECE = 4
+SHOWN_SCHEMES = frozenset(
+    {
+        "postgresql",
+        "postgres",
+        "redis",
+        "rediss",
+        "unix",
+        "redis+sentinel",
+        "rediss+sentinel",
+        "redis+cluster",
+        "rediss+cluster",
+    }
+)
+# What a message copies from a URL: plain host names, IP addresses and ports; a
+# plain path (the database, or Sentinel's /service/db). Anything else is not shown.
+_HOST = r"(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+_SHOWN_HOSTS = re.compile(rf"(?:{_HOST}(?:,{_HOST})*)?")
+_SHOWN_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]{1,63}){0,8}/?")
 # Query parameters that carry a secret, for either source.
 CREDENTIAL_PARAMETERS = frozenset({"password", "sslpassword", "sentinel_password"})
 _BRACKETED = re.compile(r"\[[^\]]*\]")
 _HOSTS = re.compile(r"[^:,]*(:[0-9]+)?(,[^:,]*(:[0-9]+)?)*")
 ENCODE = "percent-encode @ : / ? # & % in the user and password (%40 %3A %2F %3F %23 %26 %25)"
+UNPARSED = (
+    "it holds an unmatched '[' or ']', or a character that Unicode normalizes into one of / ? # @ :"
+    f" (such as a fullwidth ＠); {ENCODE} and every non-ASCII character"
+)
 
 
 def is_credential(key: str) -> bool:
@@ -52,50 +78,66 @@ def ambiguous_authority(url: str) -> bool:
     return "@" not in parts.netloc and _HOSTS.fullmatch(_BRACKETED.sub("", parts.netloc)) is None
 
 
-def _masked_query(query: str) -> str:
-    """The query with credential values masked; nothing after the first credential
-    is shown, since it may be the rest of that credential."""
-    shown = []
-    pairs = query.split("&")
-    for index, pair in enumerate(pairs):
-        key, eq, _value = pair.partition("=")
-        if eq and is_credential(key):
-            shown.append(f"{key}={MASK}")
-            if index + 1 < len(pairs):
-                shown.append(MASK)
-            break
-        shown.append(pair)
-    return "&".join(shown)
-
-
 def mask_url(url: str) -> str:
-    """The URL for messages and logs: every credential replaced by ***.
-
-    An unambiguous authority loses just its password; one that does not parse
-    one way is masked from the scheme to its last '@', user included (the text
-    before a ':' may itself be a piece of a password). A fragment is never
-    shown, nor anything in the query after a credential.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url if "@" not in url and "#" not in url else MASK
+    """The URL for messages and logs, rebuilt from the parts that parsed one way:
+    the scheme (a known one), `***@` where credentials were given, the hosts
+    and ports, and the path (the database, or Sentinel's service). Nothing is
+    copied from the user, the password, the query or the fragment, so no
+    encoding mistake can carry a piece of a password into the text; a URL that
+    does not parse one way shows its scheme alone."""
+    scheme, sep, _rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in SHOWN_SCHEMES:
+        return "(a URL of no known scheme, not shown)"
     if ambiguous_authority(url):
-        rest = MASK + rest[rest.rfind("@") :]
-    else:
-        try:
-            netloc = urllib.parse.urlsplit(url).netloc
-        except ValueError:
-            netloc = ""
-        if "@" in netloc:
-            userinfo, _at, hosts = netloc.partition("@")
-            user, colon, _password = userinfo.partition(":")
-            rest = f"{user}:{MASK}@" if colon else f"{user}@"
-            rest += hosts + url.partition("://")[2][len(netloc) :]
-    rest, hash_mark, _fragment = rest.partition("#")
-    head, qmark, query = rest.partition("?")
-    if qmark:
-        rest = f"{head}?{_masked_query(query)}"
-    return f"{scheme}://{rest}{'#' + MASK if hash_mark else ''}"
+        return f"{scheme}://{UNSHOWN}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return f"{scheme}://{UNSHOWN}"
+    _userinfo, at, hosts = parts.netloc.rpartition("@")
+    shown_hosts = hosts if _SHOWN_HOSTS.fullmatch(hosts) else "(hosts not shown)"
+    shown_path = parts.path if _SHOWN_PATH.fullmatch(parts.path) else "/(path not shown)"
+    return f"{scheme}://{MASK + '@' if at else ''}{shown_hosts}{shown_path}"
+
+
+def quotes(message: str, texts: Iterable[str]) -> bool:
+    """True when `message` holds a piece (4 characters, or a whole shorter text of 2
+    or 3) of any of `texts`: a message from a library that may quote a URL's
+    secret parts is shown only when this is False."""
+    for text in texts:
+        width = min(QUOTED_PIECE, len(text))
+        if width < 2:
+            continue
+        if any(text[start : start + width] in message for start in range(len(text) - width + 1)):
+            return True
+    return False
+
+
+def secret_texts(url: str) -> tuple[str, ...]:
+    """Everything of `url` that may hold a password, raw and decoded: whatever is not
+    the scheme, the hosts or the path (all of it when the URL does not parse one way)."""
+    rest = url.partition("://")[2]
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return (rest,)
+    if ambiguous_authority(url):
+        return (rest, urllib.parse.unquote(rest))
+    userinfo = parts.netloc.rpartition("@")[0]
+    texts = [userinfo, parts.fragment]
+    after_credential = False
+    for pair in parts.query.split("&"):
+        key, _eq, value = pair.partition("=")
+        credential = is_credential(key)
+        # After a credential, a "key" may be the rest of a password cut at a '&';
+        # before it, in a query that reads one way, a value is only a value.
+        if after_credential:
+            texts.append(pair)
+        elif credential:
+            texts.append(value)
+        after_credential = after_credential or credential
+    return tuple(text for raw in texts if raw for text in {raw, urllib.parse.unquote_plus(raw)})
 
 
 def ambiguity(url: str, parameters: Collection[str]) -> str | None:
@@ -114,6 +156,8 @@ def ambiguity(url: str, parameters: Collection[str]) -> str | None:
     for pair in query.split("&"):
         key, eq, _value = pair.partition("=")
         name = urllib.parse.unquote_plus(key)
+        if after_credential and not parameters:
+            return f"the query goes on after a password, which may go on there: put it last in the query, or {ENCODE}"
         if after_credential and (not eq or name not in parameters):
             return (
                 "the query holds text after a password that is not a known parameter, so the password may"

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
-from exporter.printable import printable
+from exporter.printable import printable, quoted
 from exporter.reasons import Reason
 from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings
@@ -177,7 +177,7 @@ async def _report(
         found = await _first_failing_tenant(signal, sources.postgres, timeouts, catalog)
         if found is not None:
             slug, tenant_failure = found
-            say(f"     first failing tenant: {slug!r} ({tenant_failure.reason}: {tenant_failure.detail})")
+            say(f"     first failing tenant: {quoted(slug)} ({tenant_failure.reason}: {tenant_failure.detail})")
             failure = tenant_failure
     say(f"     hint: {hint(failure.reason, signal.source)}")
     return False

@@ -23,6 +23,8 @@ def metrics_table(registry: Registry = BUILTIN, descriptions: Mapping[str, str] 
     for family in registry.families:
         if not family.labels:
             labels = "–"
+        elif family.rule is not None:
+            labels = f"`{family.labels[0]}`: {family.rule.description}"
         elif len(family.labels) > 1 and len(family.combinations) != _product_size(family.combinations):
             labels = (
                 "("

@@ -375,7 +375,7 @@ function(c)
         width=6,
       ),
       g.stat(
-        54,
+        55,
         'Consumer last seen',
         'Seconds since the most recently seen consumer of each group was last seen by Redis (orpycamcp_stream_consumer_idle_seconds). With undelivered entries, above %s fires OrpycamcpStreamNotConsumed. Unknown: no consumer, or streams unmeasured.' % c.streamNotConsumedIdle,
         's',
@@ -438,7 +438,21 @@ function(c)
           q(perReplica('orpycamcp_database_replay_lag_seconds'), 'PostgreSQL %(cluster)s {{instance}}'),
           q(perReplica('orpycamcp_redis_replica_lag_seconds'), 'Redis %(cluster)s {{instance}}'),
         ],
-        width=24,
+        width=16,
+        height=6,
+      ),
+      g.table(
+        54,
+        'Database per replica',
+        'The database each exporter target measures, read from the database itself (orpycamcp_database_identity_info: <system identifier>/<database OID>, the same on a primary and its standbys), or why it cannot be read now (orpycamcp_database_identity_failure_info). The rules merge replicas and count the platform\'s databases by it.',
+        'none',
+        [
+          q(maxBy([cluster, 'instance', 'database_identity'], 'orpycamcp_database_identity_info')),
+          q(maxBy([cluster, 'instance', 'reason'], 'orpycamcp_database_identity_failure_info')),
+        ],
+        g.hideTimeAndValue,
+        noValue='no target reads a database',
+        width=8,
         height=6,
       ),
 

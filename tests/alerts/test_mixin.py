@@ -26,7 +26,8 @@ def test_checked_in_files_are_the_default_rendering(default_rendering: dict[str,
     """Edit mixin/ and run `python -m devkit.mixin`; never edit the rendered files by hand."""
     assert set(default_rendering) == {
         "alerts/orpycamcp.rules.yml",
-        "deploy/kubernetes/base/prometheusrule.yaml",
+        "deploy/kubernetes/rules/prometheusrule.yaml",
+        "alerts/alertmanager.example.yml",
         *(f"grafana/dashboards/{p.name}" for p in (REPO_ROOT / "grafana" / "dashboards").glob("*.json")),
     }
     for path, text in default_rendering.items():
@@ -52,6 +53,8 @@ def test_mixin_outputs_have_the_mixin_shape() -> None:
 
 RAW_SELECTOR = re.compile(r"\b(up|orpycamcp_[a-z0-9_]+)(\{[^}]*\})?")
 BY_CLAUSE = re.compile(r"\bby \(([^)]*)\)")
+# A recorded series read in an expression (not in a template's query text).
+RECORDED = re.compile(r"\b(orpycamcp:[a-z0-9_]+:[a-z_]+)(\{[^}]*\})?")
 LABEL_VALUES = re.compile(r"^label_values\((.*), *\w+\)$")
 
 
@@ -66,8 +69,14 @@ def test_config_override_reaches_every_selector() -> None:
     for match in raw:
         assert (match.group(2) or "").startswith("{" + selector), match.group(0)
     groupings = [set(map(str.strip, m.group(1).split(","))) for e in exprs for m in BY_CLAUSE.finditer(e)]
-    assert not any("cluster" in labels for labels in groupings)
+    assert not any({"cluster", "orpycamcp_cluster"} & labels for labels in groupings)
     assert sum("shard" in labels for labels in groupings) > 20
+    # Recorded series keep the labels the selector fixes, and every read selects them.
+    recorded = [m for expr in exprs for m in RECORDED.finditer(expr)]
+    assert len(recorded) > 20
+    for match in recorded:
+        assert (match.group(2) or "").startswith("{" + selector), match.group(0)
+    assert all({"job", "namespace"} <= labels for labels in groupings if "shard" in labels)
     # Every query and variable of the dashboard reads only the selected deployment.
     (overview,) = rendering.dashboards.values()
     variables = [v for v in overview["templating"]["list"] if v["type"] == "query"]
@@ -98,8 +107,7 @@ RENAMES = (
     (re.compile(r'\bjob="orpycamcp-exporter"'), 'job="orpycamcp"'),
     (re.compile(r"^(\s+)job: orpycamcp-exporter$", re.MULTILINE), r"\1job: orpycamcp"),
     (re.compile(r"\bjob orpycamcp-exporter\b"), "job orpycamcp"),
-    (re.compile(r'(?<![\w$])cluster="'), 'k8s_cluster="'),
-    (re.compile(r"^(\s+)cluster:", re.MULTILINE), r"\1k8s_cluster:"),
+    (re.compile(r"\borpycamcp_cluster\b"), "k8s_cluster"),
 )
 
 
@@ -131,7 +139,7 @@ def test_renamed_job_and_cluster_label_pass_every_rule_test(tmp_path: Path) -> N
     for path in RULE_TESTS:
         text = renamed(path.read_text(encoding="utf-8"))
         assert 'job="orpycamcp-exporter"' not in text, path.name
-        assert not re.search(r"(?<![\w$])cluster=|^\s+cluster:", text, re.MULTILINE), path.name
+        assert "orpycamcp_cluster" not in text, path.name
     assert (
         renamed((REPO_ROOT / "alerts/tests/replicas.test.yml").read_text(encoding="utf-8")).count("k8s_cluster=") > 50
     )

@@ -34,10 +34,21 @@ RUNBOOK_BASE = "https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/r
 
 BACKLOG_FAMILIES = frozenset({PENDING_ITEMS, OLDEST_PENDING})
 SEVERITIES = ("critical", "warning", "info")
-HEALTH_ROLES = ("exporter_down", "exporter_replica_down", "no_signals", "unmeasured", "stale", "total_unknown")
+HEALTH_ROLES = (
+    "exporter_down",
+    "exporter_replica_down",
+    "no_signals",
+    "unmeasured",
+    "stale",
+    "total_unknown",
+    "database",
+)
 ROLES = (*HEALTH_ROLES, "value")
 ALERT_NAME = re.compile(r"^Orpycamcp(?:[A-Z][a-z0-9]+)+$")
-RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:(max|total|count)$")
+RECORD_NAME = re.compile(r"^orpycamcp:[a-z0-9_]+:(max|total|count|latest|last_seen_timestamp_seconds)$")
+SELECTOR = '{job="orpycamcp-exporter"}'
+IDENTITY = 'orpycamcp_database_identity_info{job="orpycamcp-exporter"}'
+LATEST = 'orpycamcp:database_identity:latest{job="orpycamcp-exporter"}'
 SUM = re.compile(r"\bsum(?:_over_time)?\b")
 # Declared-backlog alerts take `signal` from the series: the backlog's name.
 SIGNAL_FROM_BACKLOG = '"signal", "$1", "backlog", "(.+)"'
@@ -50,13 +61,16 @@ PER_CLUSTER_TOTALS = {
     "backlog_pending_items": ("sum", "backlog, group"),
     "backlog_oldest_pending_timestamp_seconds": ("min", "backlog, group"),
 }
-# The one Redis event bus of the platform: the same value from every cluster.
+# The one Redis event bus of the platform: the same value from every cluster,
+# merged over every target of the deployment (never per cluster or database).
 GLOBAL_TOTALS = {
     "stream_pending_messages": "stream, group",
     "stream_oldest_pending_timestamp_seconds": "stream, group",
     "deadletter_stream_entries": "stream",
     "deadletter_stream_oldest_entry_timestamp_seconds": "stream",
 }
+# Bus families whose bus value (`:max`) has no platform total of its own.
+BUS_ONLY = {"stream_undelivered_entries", "stream_consumers", "stream_consumer_idle_seconds"}
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -211,7 +225,8 @@ def test_no_sum_over_exporter_metrics() -> None:
             continue
         assert str(rule.get("record", "")).endswith(":total"), rule
         summed = re.findall(
-            r"\bsum\s+by\s*\([^)]*\)\s*\(\s*max by \(job, cluster\b[^)]*\) \(\s*(orpycamcp_[a-z0-9_]+)\{", expr
+            r"\bsum\s+by\s*\([^)]*\)\s*\(\s*max by \(job, database_identity\b[^)]*\) \(\s*(orpycamcp_[a-z0-9_]+)\{",
+            expr,
         )
         assert summed, rule
         assert len(summed) == len(SUM.findall(expr)), rule
@@ -232,9 +247,11 @@ def family_labels(family: str) -> tuple[str, ...]:
     return BY_NAME[family].labels
 
 
-def test_recording_rules_merge_replicas_by_cluster_and_family_labels() -> None:
-    """One value per cluster: merged by job, cluster and the family's labels, so any
-    other target label (instance, pod, namespace, ...) never splits a cluster."""
+def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
+    """One value per database: merged by job, the cluster label (for people), the
+    database identity and the family's labels, so any other target label (instance,
+    pod, namespace, ...) never splits a database; the streams per bus: by job and the
+    family's labels only."""
     records = recording_rules()
     assert records
     for rule in records:
@@ -243,38 +260,60 @@ def test_recording_rules_merge_replicas_by_cluster_and_family_labels() -> None:
         if not name.endswith(":max"):
             continue
         source = "orpycamcp_" + name.split(":")[1]
-        by = ", ".join(("job", "cluster", *family_labels(source)))
-        assert str(rule["expr"]).strip() == f'max by ({by}) ({source}{{job="orpycamcp-exporter"}})', name
+        labels = family_labels(source)
+        bus = name.split(":")[1] in GLOBAL_TOTALS.keys() | BUS_ONLY
+        if bus or source == "orpycamcp_redis_replica_lag_seconds":
+            by = ", ".join(("job", *labels))
+            assert str(rule["expr"]).strip() == f"max by ({by}) ({source}{SELECTOR})", name
+            continue
+        by = ", ".join(("job", "orpycamcp_cluster", "database_identity", *labels))
+        ignoring = ", ".join((*labels, "database_identity"))
+        joined = (
+            f"{source}{SELECTOR} * ignoring ({ignoring}) group_left (database_identity) {LATEST}"
+            f" or {source}{SELECTOR} unless ignoring ({ignoring}) {LATEST}"
+        )
+        assert str(rule["expr"]).strip() == f"max by ({by}) (({joined}))", name
 
 
 def squeeze(expr: object) -> str:
     return " ".join(str(expr).split())
 
 
+def test_identity_of_each_target_is_remembered() -> None:
+    seen = squeeze(record_rule("orpycamcp:database_identity:last_seen_timestamp_seconds")["expr"])
+    assert seen == f"timestamp({IDENTITY})"
+    latest = squeeze(record_rule("orpycamcp:database_identity:latest")["expr"])
+    assert latest == (
+        "topk without (database_identity) (1, last_over_time("
+        f"orpycamcp:database_identity:last_seen_timestamp_seconds{SELECTOR}[6h])) * 0 + 1"
+    )
+
+
 @pytest.mark.parametrize("family", sorted(PER_CLUSTER_TOTALS))
-def test_per_cluster_totals_are_gated_on_every_cluster(family: str) -> None:
-    """Never a partial sum: the total exists only with every cluster's measurement."""
+def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
+    """Never a partial sum: the total exists only with every known database's measurement."""
     operator, labels = PER_CLUSTER_TOTALS[family]
     expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
-    selector = f'orpycamcp_{family}{{job="orpycamcp-exporter"}}'
-    merged = f"max by (job, cluster, {labels}) ({selector})"
-    values = f"{operator} by (job, {labels}) ({merged}) and on (job"
-    assert expr.startswith(values), expr
-    # The gate, in the same expression (one consistent read of the storage):
-    # clusters that measured the signal == every cluster known, up or down.
-    assert "max by (job, cluster" in expr, expr
+    # Values only from targets that report their database now, merged per database.
+    merged = (
+        f"max by (job, database_identity, {labels}) (orpycamcp_{family}{SELECTOR}"
+        f" * ignoring ({labels}, database_identity) group_left (database_identity) {IDENTITY})"
+    )
+    assert expr.startswith(f"{operator} by (job, {labels}) ( {merged} ) and on (job"), expr
+    # The gate, in the same expression (one consistent read of the storage): the
+    # databases measured now == every database known (remembered or reporting), the
+    # known set stable over the warm-up, no unidentified target, no shared label.
     assert 'orpycamcp_signal_measured{job="orpycamcp-exporter"' in expr, expr
-    assert 'count by (job) (count by (job, cluster) (up{job="orpycamcp-exporter"}))' in expr, expr
-    complete = squeeze(record_rule("orpycamcp:signal_complete:count")["expr"])
-    assert complete == "orpycamcp:signal_measured_clusters:count == on (job) group_left orpycamcp:clusters:count"
-    known = squeeze(record_rule("orpycamcp:clusters:count")["expr"])
-    assert known == 'count by (job) (count by (job, cluster) (up{job="orpycamcp-exporter"}))'
+    assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({IDENTITY})" in expr
+    assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
+    assert f"(up{SELECTOR} == 0) unless ignoring (database_identity) {LATEST}" in expr
+    assert "count by (job, orpycamcp_cluster) (group by (job, orpycamcp_cluster, database_identity)" in expr
 
 
 @pytest.mark.parametrize("family", sorted(GLOBAL_TOTALS))
-def test_global_totals_take_the_max_over_clusters(family: str) -> None:
+def test_global_totals_are_the_bus_value(family: str) -> None:
     expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
-    assert expr == f"max by (job, {GLOBAL_TOTALS[family]}) (orpycamcp:{family}:max)"
+    assert expr == f"orpycamcp:{family}:max{SELECTOR}"
 
 
 def test_every_total_has_its_family_max() -> None:
@@ -461,17 +500,21 @@ def test_unmeasured_does_not_inhibit_health_alerts() -> None:
                 assert not inhibited(target, by=source), (target["alertname"], signal)
 
 
-def test_exporter_down_inhibits_every_other_alert() -> None:
+# Never inhibited: they say what the platform totals miss.
+NEVER_INHIBITED_ROLES = ("exporter_down", "total_unknown", "database")
+
+
+def test_exporter_down_inhibits_every_other_alert_but_the_totals() -> None:
     alerts = fired_labels()
     sources = [labels for labels in alerts.values() if role_of(labels) == "exporter_down"]
     assert {s["alertname"] for s in sources} == {"OrpycamcpExporterAbsent", "OrpycamcpExporterDown"}
     for source in sources:
         for target in alerts.values():
-            expected = role_of(target) != "exporter_down"
+            expected = role_of(target) not in NEVER_INHIBITED_ROLES
             pair = (source["alertname"], target["alertname"])
             assert inhibited(target, by=source) is expected, pair
             # Also for every signal of a health alert that carries one.
-            if "signal" in target and role_of(target) != "value":
+            if "signal" in target and role_of(target) not in ("value", *NEVER_INHIBITED_ROLES):
                 for signal in SIGNALS:
                     assert inhibited({**target, "signal": signal}, by=source)
         other_job = {**source, "job": "another-exporter"}
@@ -516,21 +559,37 @@ def test_routing_by_severity() -> None:
 
 
 def test_grouping() -> None:
-    assert alertmanager()["route"]["group_by"] == ["alertname", "job", "cluster", "signal"]
+    assert alertmanager()["route"]["group_by"] == [
+        "alertname",
+        "job",
+        "orpycamcp_cluster",
+        "database_identity",
+        "signal",
+    ]
 
 
 def test_inhibition_stays_within_a_cluster() -> None:
     """One cluster's exporter down or signal unmeasured never hides another cluster's alerts."""
     alerts = fired_labels()
     for source_name in ("OrpycamcpExporterDown", "OrpycamcpSignalUnmeasured"):
-        source = {**alerts[source_name], "cluster": "b"}
+        source = {**alerts[source_name], "orpycamcp_cluster": "b"}
         for target in alerts.values():
             if role_of(target) != "value":
                 continue
-            assert not inhibited({**target, "cluster": "a"}, by=source), (source_name, target["alertname"])
+            assert not inhibited({**target, "orpycamcp_cluster": "a"}, by=source), (source_name, target["alertname"])
         value = next(t for t in alerts.values() if role_of(t) == "value")
         same = {**source, "signal": value["signal"]}
-        assert inhibited({**value, "cluster": "b"}, by=same), source_name
+        assert inhibited({**value, "orpycamcp_cluster": "b"}, by=same), source_name
+
+
+def test_unmeasured_inhibits_its_own_database_only() -> None:
+    """Two databases under one cluster label value: one's unmeasured signal never hides the other's value alerts."""
+    alerts = fired_labels()
+    source = {**alerts["OrpycamcpSignalUnmeasured"], "orpycamcp_cluster": "k8s", "database_identity": "1/1"}
+    value = next(t for t in alerts.values() if role_of(t) == "value")
+    target = {**value, "orpycamcp_cluster": "k8s", "signal": source["signal"]}
+    assert inhibited({**target, "database_identity": "1/1"}, by=source)
+    assert not inhibited({**target, "database_identity": "2/1"}, by=source)
 
 
 def test_receivers_are_local_placeholders() -> None:

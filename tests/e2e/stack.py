@@ -45,35 +45,60 @@ class Targets:
         return entry
 
 
-@contextmanager
-def prometheus(
-    targets: int | Sequence[Targets], alertmanager_port: int | None, rules: Path, folder: Path
-) -> Iterator[RunningProcess]:
-    """Prometheus scraping the exporter job every second: one exporter port, or target groups with labels."""
-    port = free_port()
-    groups = [Targets((targets,))] if isinstance(targets, int) else list(targets)
+def prometheus_config(
+    jobs: Mapping[str, Sequence[Targets]], alertmanager_port: int | None, rules: Sequence[Path]
+) -> dict[str, Any]:
+    """A configuration scraping every job every second and evaluating `rules` every second."""
     document: dict[str, Any] = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules)],
+        "rule_files": [str(path) for path in rules],
         "scrape_configs": [
-            {"job_name": "orpycamcp-exporter", "static_configs": [group.config() for group in groups]},
+            {"job_name": job, "static_configs": [group.config() for group in groups]} for job, groups in jobs.items()
         ],
     }
     if alertmanager_port is not None:
         document["alerting"] = {
             "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]
         }
+    return document
+
+
+@contextmanager
+def prometheus(
+    targets: int | Sequence[Targets] | Mapping[str, Sequence[Targets]],
+    alertmanager_port: int | None,
+    rules: Path | Sequence[Path],
+    folder: Path,
+) -> Iterator[RunningProcess]:
+    """Prometheus scraping every second: one exporter port or target groups of the job
+    orpycamcp-exporter, or target groups per job; reloadable (`reload_prometheus`)."""
+    port = free_port()
+    if isinstance(targets, int):
+        jobs: Mapping[str, Sequence[Targets]] = {"orpycamcp-exporter": [Targets((targets,))]}
+    elif isinstance(targets, Mapping):
+        jobs = targets
+    else:
+        jobs = {"orpycamcp-exporter": list(targets)}
     config = folder / "prometheus.yml"
-    config.write_text(yaml.safe_dump(document, sort_keys=False))
+    files = [rules] if isinstance(rules, Path) else list(rules)
+    config.write_text(yaml.safe_dump(prometheus_config(jobs, alertmanager_port, files), sort_keys=False))
     command = [
         tool("prometheus"),
         f"--config.file={config}",
         f"--storage.tsdb.path={folder / 'prom-data'}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--rules.alert.resend-delay=1s",
+        "--web.enable-lifecycle",
     ]
     with running_process(command, port, folder / "prometheus.log") as running:
         yield running
+
+
+def reload_prometheus(prom: RunningProcess, document: Mapping[str, Any], folder: Path) -> None:
+    """Write a new configuration and have Prometheus load it (targets, rule files)."""
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(dict(document), sort_keys=False))
+    response = httpx.post(prom.url + "/-/reload", timeout=30)
+    assert response.status_code == 200, response.text
 
 
 def active_alerts(am: RunningProcess) -> list[dict[str, Any]]:

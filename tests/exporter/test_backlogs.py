@@ -173,3 +173,17 @@ def test_check_config_accepts_the_example() -> None:
     assert done.returncode == 0, done.stderr
     assert "signals dlq,preservation,audit_chain,streams,kyc_dead_letters,outbox" in done.stdout
     assert "streams declared: 2 consumer groups, 1 dead-letter streams" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('    group_by: kind\n    groups: [a, "x\\ty"]\n', "holds a control character"),
+        ("    arrivals: {column: c, windows: [1h], alert_above: {1h: " + "9" * 400 + "}}\n", "64-bit range"),
+    ],
+)
+def test_what_serve_could_not_register_is_refused_at_load(extra: str, problem: str) -> None:
+    text = "backlogs:\n  b:\n    help: x\n    scope: tenant\n    table: t\n    pending: {s: 1}\n" + extra
+    with pytest.raises(BacklogConfigError, match=problem) as refused:
+        parse_backlogs(text, SETTING)
+    assert "\n" not in str(refused.value)

@@ -98,12 +98,6 @@ BAD: list[tuple[str, str, str, str]] = [
         "control character U+000A",
     ),
     (
-        "surrogate",
-        'streams:\n  dead_letter_streams: ["a\\ud800"]\n',
-        "streams.dead_letter_streams",
-        "U+D800",
-    ),
-    (
         "line-separator",
         'streams:\n  dead_letter_streams: ["a\\u2028b"]\n',
         "streams.dead_letter_streams",
@@ -145,6 +139,11 @@ def test_every_bad_name_is_refused_naming_the_key(text: str, key: str, problem: 
     assert (caught.value.backlog, caught.value.key) == (None, key)
     assert problem in str(caught.value)
     assert SETTING in str(caught.value)
+
+
+def test_a_lone_surrogate_is_refused_by_the_loader_before_any_name_is_read() -> None:
+    with pytest.raises(BacklogConfigError, match="lone surrogate"):
+        parse_declarations('streams:\n  dead_letter_streams: ["a\\ud800"]\n', SETTING)
 
 
 def test_a_stream_given_twice_is_refused_with_its_line() -> None:

@@ -46,3 +46,27 @@ def test_duplicates_are_refused() -> None:
     sample = Sample("orpycamcp_audit_chain_breaks", (), 1)
     with pytest.raises(DuplicateSample):
         complete("audit_chain", [sample, sample], BUILTIN)
+
+
+def test_every_value_outside_the_registry_is_counted_and_the_largest_named() -> None:
+    samples = [Sample("orpycamcp_dlq_pending_events", (f"group-{n}",), n) for n in range(1, 1001)]
+    with pytest.raises(UnregisteredLabelValue) as raised:
+        complete("dlq", [Sample("orpycamcp_dlq_pending_events", ("workflow-service",), 1), *samples], BUILTIN)
+    assert len(raised.value.found) == 1000
+    message = str(raised.value)
+    assert "1,000 combinations outside the registry" in message
+    assert "origin_group='group-1000': 1000" in message
+    assert f"origin_group='group-{1000 - UnregisteredLabelValue.SHOWN + 1}'" in message
+    assert f"origin_group='group-{1000 - UnregisteredLabelValue.SHOWN}'" not in message
+    assert f"; {1000 - UnregisteredLabelValue.SHOWN:,} more)" in message
+    assert len(message) < 1500
+
+
+def test_a_long_value_is_quoted_shortened_with_its_length() -> None:
+    value = "x" * 4096
+    with pytest.raises(UnregisteredLabelValue) as raised:
+        complete("dlq", [Sample("orpycamcp_dlq_pending_events", (value,), 3)], BUILTIN)
+    message = str(raised.value)
+    assert value not in message
+    assert "(4,098 characters)" in message  # its repr: the value and its quotes
+    assert len(message) < 300

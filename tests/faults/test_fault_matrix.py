@@ -211,6 +211,17 @@ FAULTS = [
         run_sql("SELECT public.orpycamcp_grant_tenant('acme')"),
         frozenset({"permission_denied"}),
     ),
+    # A tenant whose provisioning_status is NULL (NOT NULL in the contract): it may be
+    # active, so no tenant signal is summed without it.
+    FaultCase(
+        "tenants-null-provisioning_status",
+        ("dlq", "preservation"),
+        run_sql("INSERT INTO public.tenants (slug, provisioning_status) VALUES ('ghost', NULL)"),
+        run_sql("DELETE FROM public.tenants WHERE slug = 'ghost'"),
+        frozenset({"contract_violation"}),
+        prepare=run_sql("ALTER TABLE public.tenants ALTER provisioning_status DROP NOT NULL"),
+        in_log=("public.tenants.provisioning_status",),
+    ),
     # A value outside the registry.
     unregistered(
         "unknown-origin-group",

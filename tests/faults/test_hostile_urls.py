@@ -139,6 +139,6 @@ def test_no_command_prints_the_password(module_platform: Platform, redis: RedisS
 def test_an_unencoded_password_is_refused_with_the_remedy() -> None:
     done = run("check-config", "--database-url", f"postgresql://exp:{PASSWORD}@db.internal:5432/platform")
     assert done.returncode == 2
-    assert "postgresql://***@db.internal:5432/platform" in done.stderr
+    assert "postgresql://(rest not shown: it does not parse one way)" in done.stderr
     assert "percent-encode" in done.stderr
     assert_no_fragment(done.stderr, "check-config")

@@ -1,7 +1,10 @@
-"""The kustomize base (deploy/kubernetes/base) and its example overlay, rendered by
-`kubectl kustomize` and validated: core objects against the Kubernetes schemas of
-a current release (kubernetes-validate, offline), the ServiceMonitor and the
-PrometheusRule against the Prometheus Operator's CRDs stored in tests/kubernetes/crds.
+"""The kustomize base (deploy/kubernetes/base), the per-cluster overlays (east,
+west), the rules applied once (deploy/kubernetes/rules) and the two-cluster
+example, rendered by `kubectl kustomize` and validated: core objects against the
+Kubernetes schemas of a current release (kubernetes-validate, offline), the
+ServiceMonitor and the PrometheusRule against the Prometheus Operator's CRDs
+stored in tests/kubernetes/crds. Two clusters in one namespace collide with
+nothing: names, and every selector, are each cluster's own.
 """
 
 from __future__ import annotations
@@ -30,13 +33,17 @@ from tests.alerts.shorten import parse_duration
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES_DIR = REPO_ROOT / "deploy" / "kubernetes"
 BASE = KUBERNETES_DIR / "base"
-OVERLAY = KUBERNETES_DIR / "overlays" / "example"
+OVERLAY = KUBERNETES_DIR / "overlays" / "east"
+RULES = KUBERNETES_DIR / "rules"
+TWO_CLUSTERS = KUBERNETES_DIR / "examples" / "two-clusters"
 CRDS = Path(__file__).parent / "crds"
 # The newest Kubernetes release whose schemas kubernetes-validate bundles.
 KUBERNETES_VERSION = kubernetes_validate.latest_version()
 CORE_KINDS = {"ConfigMap", "Service", "Deployment", "PodDisruptionBudget"}
 OPERATOR_KINDS = {"ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}
 NAME = "orpycamcp-exporter"
+# The mixin's default clusterLabel.
+CLUSTER_LABEL = "orpycamcp_cluster"
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
@@ -56,6 +63,16 @@ def base() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def overlay() -> list[dict[str, Any]]:
     return kustomize(OVERLAY)
+
+
+@pytest.fixture(scope="module")
+def rules() -> list[dict[str, Any]]:
+    return kustomize(RULES)
+
+
+@pytest.fixture(scope="module")
+def two_clusters() -> list[dict[str, Any]]:
+    return kustomize(TWO_CLUSTERS)
 
 
 def only(documents: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -109,17 +126,75 @@ def validation_errors(document: dict[str, Any]) -> list[str]:
 def test_base_renders_every_object_once(base: list[dict[str, Any]]) -> None:
     kinds = Counter(document["kind"] for document in base)
     print(f"\nkubectl kustomize deploy/kubernetes/base: {dict(sorted(kinds.items()))}")
-    assert kinds == Counter(CORE_KINDS | set(OPERATOR_KINDS))
+    assert kinds == Counter(CORE_KINDS | {"ServiceMonitor"})
 
 
 def test_overlay_adds_the_secret(overlay: list[dict[str, Any]]) -> None:
     kinds = Counter(document["kind"] for document in overlay)
-    print(f"\nkubectl kustomize deploy/kubernetes/overlays/example: {dict(sorted(kinds.items()))}")
-    assert kinds == Counter(CORE_KINDS | set(OPERATOR_KINDS) | {"Secret"})
+    print(f"\nkubectl kustomize deploy/kubernetes/overlays/east: {dict(sorted(kinds.items()))}")
+    assert kinds == Counter(CORE_KINDS | {"ServiceMonitor", "Secret"})
     assert {document["metadata"].get("namespace") for document in overlay} == {"monitoring"}
 
 
-@pytest.mark.parametrize("which", ["base", "overlay"])
+def test_rules_are_apart_and_once(rules: list[dict[str, Any]], two_clusters: list[dict[str, Any]]) -> None:
+    assert [document["kind"] for document in rules] == ["PrometheusRule"]
+    kinds = Counter(document["kind"] for document in two_clusters)
+    print(f"\nkubectl kustomize deploy/kubernetes/examples/two-clusters: {dict(sorted(kinds.items()))}")
+    assert kinds == Counter({**dict.fromkeys(CORE_KINDS | {"ServiceMonitor", "Secret"}, 2), "PrometheusRule": 1})
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return selector.items() <= labels.items()
+
+
+def test_two_clusters_in_one_namespace_collide_with_nothing(two_clusters: list[dict[str, Any]]) -> None:
+    """Every name is unique per kind, and each Service, ServiceMonitor, PodDisruptionBudget
+    and topology spread selects the pods of its own cluster's Deployment only."""
+    names = Counter((d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in two_clusters)
+    assert all(count == 1 for count in names.values()), names
+    deployments = [d for d in two_clusters if d["kind"] == "Deployment"]
+    services = [d for d in two_clusters if d["kind"] == "Service"]
+    pods = {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["labels"] for d in deployments}
+    assert len(pods) == 2
+    for deployment in deployments:
+        own = deployment["metadata"]["name"]
+        pod = deployment["spec"]["template"]["spec"]
+        chosen = [
+            ("Deployment", deployment["spec"]["selector"]["matchLabels"]),
+            ("topology spread", pod["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"]),
+        ]
+        suffix = own.removeprefix(NAME)
+        for kind in ("Service", "PodDisruptionBudget", "ServiceMonitor"):
+            (document,) = [d for d in two_clusters if d["kind"] == kind and d["metadata"]["name"] == NAME + suffix]
+            selector = document["spec"]["selector"]
+            chosen.append((kind, selector.get("matchLabels", selector)))
+        for kind, selector in chosen:
+            matched = {name for name, labels in pods.items() if selects(selector, labels)}
+            assert matched == {own}, (kind, own, selector)
+    # Each ServiceMonitor reaches one Service, and that Service one Deployment's pods.
+    for monitor in (d for d in two_clusters if d["kind"] == "ServiceMonitor"):
+        reached = [s for s in services if selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])]
+        assert len(reached) == 1, monitor["metadata"]["name"]
+    clusters = {
+        only_relabel(monitor): monitor["metadata"]["name"]
+        for monitor in two_clusters
+        if monitor["kind"] == "ServiceMonitor"
+    }
+    assert clusters == {"east": f"{NAME}-east", "west": f"{NAME}-west"}
+    # One job for both (the rules' selector), so the rules total the platform over them.
+    assert {monitor["spec"]["jobLabel"] for monitor in two_clusters if monitor["kind"] == "ServiceMonitor"} == {
+        "app.kubernetes.io/name"
+    }
+
+
+def only_relabel(monitor: dict[str, Any]) -> str:
+    (endpoint,) = monitor["spec"]["endpoints"]
+    (relabel,) = [r for r in endpoint["relabelings"] if r["targetLabel"] == CLUSTER_LABEL]
+    value: str = relabel["replacement"]
+    return value
+
+
+@pytest.mark.parametrize("which", ["base", "overlay", "rules", "two_clusters"])
 def test_every_object_validates(which: str, request: pytest.FixtureRequest) -> None:
     documents: list[dict[str, Any]] = request.getfixturevalue(which)
     report = {f"{d['kind']}/{d['metadata']['name']}": validation_errors(d) for d in documents}
@@ -137,7 +212,7 @@ def test_validation_catches_broken_objects(base: list[dict[str, Any]]) -> None:
     monitor = copy.deepcopy(only(base, "ServiceMonitor"))
     monitor["spec"]["endpoints"][0]["scrapeTimout"] = "12s"
     assert any("scrapeTimout" in error for error in validation_errors(monitor))
-    rule = copy.deepcopy(only(base, "PrometheusRule"))
+    rule = copy.deepcopy(only(kustomize(RULES), "PrometheusRule"))
     rule["spec"]["groups"][0]["rules"][0]["for"] = 5
     assert validation_errors(rule)
 
@@ -145,8 +220,8 @@ def test_validation_catches_broken_objects(base: list[dict[str, Any]]) -> None:
 # --- the objects say what the exporter does --------------------------------------------
 
 
-def test_prometheus_rule_is_exactly_the_rendered_rules(base: list[dict[str, Any]]) -> None:
-    rule = only(base, "PrometheusRule")
+def test_prometheus_rule_is_exactly_the_rendered_rules(rules: list[dict[str, Any]]) -> None:
+    rule = only(rules, "PrometheusRule")
     rules_file = yaml.safe_load((REPO_ROOT / "alerts" / "orpycamcp.rules.yml").read_text(encoding="utf-8"))
     assert rule["spec"] == {"groups": rules_file["groups"]}
     tool("jsonnet")
@@ -274,7 +349,9 @@ def test_job_label_is_the_rules_job(base: list[dict[str, Any]], overlay: list[di
 
 def test_overlay_labels_its_targets_with_the_cluster(overlay: list[dict[str, Any]]) -> None:
     (endpoint,) = only(overlay, "ServiceMonitor")["spec"]["endpoints"]
-    assert {"action": "replace", "targetLabel": "cluster", "replacement": "east"} in endpoint["relabelings"]
+    assert {"action": "replace", "targetLabel": CLUSTER_LABEL, "replacement": "east"} in endpoint["relabelings"]
+    tool("jsonnet")
+    assert mixin.default_config()["clusterLabel"] == CLUSTER_LABEL
 
 
 def test_disruption_budget_keeps_a_replica(base: list[dict[str, Any]]) -> None:

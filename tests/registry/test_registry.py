@@ -6,8 +6,8 @@ import pytest
 
 from registry import BUILTIN, BY_NAME, FAMILIES, META, SIGNALS, Family, RegistryError, extended, families_of
 from registry.backlogs import BacklogShape, backlog_families, oldest_part, pending_part
-from registry.families import PROCESS_FAMILIES
-from registry.model import FORBIDDEN_LABELS, check_unique, product
+from registry.families import DATABASE_IDENTITY, PROCESS_FAMILIES
+from registry.model import FORBIDDEN_LABELS, ValueRule, check_unique, product
 from registry.values import STREAM_GROUPS
 
 
@@ -58,6 +58,42 @@ def test_no_label_identifies_a_tenant_or_person() -> None:
 def test_bad_families_fail_at_construction(kwargs: dict[str, object]) -> None:
     with pytest.raises(RegistryError):
         Family(**kwargs)  # type: ignore[arg-type]
+
+
+RULE = ValueRule(pattern=r"[0-9]{1,3}", description="digits", max_length=3)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        # A family under a value rule has one label, no listed values, and is sparse.
+        {"labels": ("a", "b"), "combinations": (), "sparse": True},
+        {"labels": ("a",), "combinations": (("1",),), "sparse": True},
+        {"labels": ("a",), "combinations": (), "sparse": False},
+        {"labels": ("tenant",), "combinations": (), "sparse": True},
+    ],
+)
+def test_bad_rule_families_fail_at_construction(kwargs: dict[str, object]) -> None:
+    with pytest.raises(RegistryError):
+        Family(name="ok", help="h", signal="s", rule=RULE, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("pattern", "max_length"), [(r"[0-9]*", 3), (r"[0-9]+", 0)])
+def test_a_value_rule_refuses_the_empty_value_and_bounds_the_length(pattern: str, max_length: int) -> None:
+    with pytest.raises(RegistryError):
+        ValueRule(pattern=pattern, description="d", max_length=max_length)
+
+
+def test_a_value_rule_holds_whole_values_to_its_pattern() -> None:
+    assert RULE.accepts("123")
+    assert not RULE.accepts("1234")  # too long
+    assert not RULE.accepts("12a")
+    assert not RULE.accepts("12\n")
+    assert not RULE.accepts(12)
+    assert DATABASE_IDENTITY.rule is not None
+    assert DATABASE_IDENTITY.rule.accepts("7715102622914101987/16384")
+    assert not DATABASE_IDENTITY.rule.accepts("7715102622914101987/16384 ")
+    assert not DATABASE_IDENTITY.rule.accepts("east")
 
 
 def test_duplicate_family_names_fail() -> None:

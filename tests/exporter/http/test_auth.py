@@ -73,3 +73,26 @@ async def test_no_credentials_or_another_scheme_is_refused() -> None:
     async with client() as http:
         assert (await http.get("/metrics")).status_code == 401
         assert (await http.get("/metrics", headers={"Authorization": "Bearer x"})).status_code == 401
+
+
+@pytest.mark.parametrize("length", [72, 73, 80, 4096])
+async def test_a_password_of_any_length_is_answered_401(length: int) -> None:
+    async with client() as http:
+        assert await status(http, USER, "p" * length) == 401
+        assert await status(http, "nobody", "p" * length) == 401
+
+
+async def test_a_password_past_the_72_bytes_bcrypt_reads_never_matches() -> None:
+    """bcrypt would ignore the tail: a longer password that begins with the right 72
+    bytes is refused, not admitted for its first 72 bytes."""
+    password = "x" * 72
+    users = {USER: bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4))}
+    auth = BasicAuth(inner, StaticWebConfig(WebConfig(basic_auth_users=users)))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=auth), base_url="http://exporter") as http:
+        assert await status(http, USER, password) == 200
+        assert await status(http, USER, password + "tail") == 401
+
+
+async def test_a_password_with_a_nul_byte_is_answered_401() -> None:
+    async with client() as http:
+        assert await status(http, USER, PASSWORD + "\x00") == 401

@@ -39,3 +39,21 @@ async def test_an_unknown_user_costs_what_a_wrong_password_costs(monkeypatch: py
     assert not await basic._check(users, "intruder", "orpycamcp-exporter")
     assert [cost(h) for h in checked] == [rounds, rounds, rounds]
     assert await basic._check(users, "prometheus", "right")
+
+
+async def test_a_password_longer_than_bcrypt_reads_costs_what_a_wrong_one_costs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    users = {"prometheus": bcrypt.hashpw(b"right", bcrypt.gensalt(rounds=6))}
+    checked: list[bytes] = []
+    real = bcrypt.checkpw
+
+    def spy(password: bytes, hashed: bytes) -> bool:
+        checked.append(hashed)
+        return real(password, hashed)
+
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    basic = BasicAuth(app, StaticWebConfig(WebConfig(basic_auth_users=users)))
+    assert not await basic._check(users, "prometheus", "p" * 80)
+    assert not await basic._check(users, "intruder", "p" * 80)
+    assert [cost(h) for h in checked] == [6, 6]

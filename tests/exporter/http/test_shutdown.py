@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -110,3 +112,26 @@ async def none(count: Awaitable[int]) -> bool:
 
 async def some(count: Awaitable[int]) -> bool:
     return await count > 0
+
+
+@pytest.mark.parametrize("delay_ms", [0, 2, 5, 10, 20, 40])
+def test_sigterm_while_the_server_starts_stops_it(delay_ms: int) -> None:
+    """A SIGTERM between the start-up line and uvicorn taking the signals is not lost:
+    the server stops once started instead of serving on."""
+    command = [sys.executable, "-m", "exporter", "serve", "--database-url", "postgresql://u:p@127.0.0.1:1/db"]
+    command += ["--web.listen-address", "127.0.0.1:0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "serving signals" in line:
+                break
+        time.sleep(delay_ms / 1000)
+        process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = process.communicate(timeout=SHUTDOWN_SECONDS * 3)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            pytest.fail(f"still serving after SIGTERM:\n{output}")
+    # 0 once the handlers are in place; killed by the signal's default action before.
+    assert process.returncode in (0, -signal.SIGTERM), output

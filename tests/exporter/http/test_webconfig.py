@@ -120,8 +120,65 @@ def test_aliases_are_refused(tmp_path: Path) -> None:
         load_web_config(write(tmp_path, f"basic_auth_users:\n  a: &h '{HASH}'\n  b: *h\n"))
 
 
-@pytest.mark.parametrize("cost", ["03", "32", "1x"])
-def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: str) -> None:
+@pytest.mark.parametrize(
+    ("cost", "problem"), [("1x", "not a bcrypt hash"), ("03", "has cost 3"), ("32", "has cost 32")]
+)
+def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: str, problem: str) -> None:
     hashed = HASH[:4] + cost + HASH[6:]
-    with pytest.raises(ConfigError, match="not a bcrypt hash"):
+    with pytest.raises(ConfigError, match=problem):
         load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{hashed}'\n"))
+
+
+def test_a_cost_that_cannot_answer_within_a_scrape_is_refused(tmp_path: Path) -> None:
+    slow = HASH[:4] + "15" + HASH[6:]
+    with pytest.raises(ConfigError, match=r"has cost 15; from 4 to 14 are accepted") as refused:
+        load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{slow}'\n"))
+    assert slow not in str(refused.value)
+    at_most = HASH[:4] + "14" + HASH[6:]
+    assert load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{at_most}'\n")).basic_auth_users
+
+
+def test_users_of_different_costs_are_refused(tmp_path: Path) -> None:
+    other = bcrypt.hashpw(b"x", bcrypt.gensalt(rounds=5)).decode()
+    assert HASH[4:6] != "05"
+    with pytest.raises(ConfigError, match="hash every password with one cost") as refused:
+        load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{HASH}'\n  b: '{other}'\n"))
+    assert HASH not in str(refused.value)
+    assert other not in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["a\\nb", "a\\rb", "a\\x1bb", "a:b", ""])
+def test_a_user_name_with_a_line_break_control_or_colon_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="invalid user name") as refused:
+        load_web_config(write(tmp_path, f"basic_auth_users:\n  \"{name}\": '{HASH}'\n"))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ('{X-Evil: "a"}', "'X-Evil' cannot be configured"),
+        ('{"Bad Name": v}', "'Bad Name' cannot be configured"),
+        ("{Content-Type: text/html}", "'Content-Type' cannot be configured"),
+        ("{WWW-Authenticate: Basic}", "'WWW-Authenticate' cannot be configured"),
+        ('{Content-Security-Policy: "a\\r\\nSet-Cookie: x=1"}', "not a header value"),
+        ('{Strict-Transport-Security: ""}', "not a header value"),
+        ('{Strict-Transport-Security: "max-age=1\\x00"}', "not a header value"),
+        ("{X-Frame-Options: allow}", "X-Frame-Options must be one of deny, sameorigin"),
+        ("{X-Content-Type-Options: sniff}", "must be one of nosniff"),
+    ],
+)
+def test_only_the_toolkit_headers_with_header_values_are_accepted(tmp_path: Path, headers: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem) as refused:
+        load_web_config(write(tmp_path, f"http_server_config:\n  headers: {headers}\n"))
+    assert "\n" not in str(refused.value)
+    assert "\r" not in str(refused.value)
+
+
+@pytest.mark.parametrize("where", ["/dev/zero", "{tmp}"])
+def test_a_device_or_a_directory_as_a_certificate_is_named_for_what_it_is(tmp_path: Path, where: str) -> None:
+    path = where.format(tmp=tmp_path)
+    expected = "is a directory" if path == str(tmp_path) else "is not a regular file"
+    document = f"tls_server_config:\n  cert_file: {path}\n  key_file: {path}\n"
+    with pytest.raises(ConfigError, match=f"cert_file: {path} {expected}"):
+        load_web_config(write(tmp_path, document))

@@ -66,8 +66,8 @@ def test_every_road_parses(url: str, expected: RedisTarget) -> None:
 @pytest.mark.parametrize(
     ("url", "parameter", "words"),
     [
-        ("redis://r/abc", "db", "the path must be a database number, got 'abc'"),
-        ("redis://r?db=x", "db", "?db= must be a database number, got 'x'"),
+        ("redis://r/abc", "db", "the path must be a database number"),
+        ("redis://r?db=x", "db", "?db= must be a database number"),
         ("redis://r/1?db=2", "db", "the path names database 1 and ?db= names 2"),
         ("redis://r?socket_timeout=abc", "socket_timeout", "timeouts come from --deadline"),
         ("redis://r?socket_connect_timeout=1", "socket_connect_timeout", "timeouts come from --deadline"),
@@ -119,7 +119,7 @@ def test_a_sentinel_password_in_the_query_is_never_shown() -> None:
     url = f"redis+sentinel://s1/m?sentinel_password={SECRET}&nope=1"
     with pytest.raises(ConfigError) as refused:
         load({"redis_url": url}, {})
-    assert "sentinel_password=***" in str(refused.value)
+    assert "redis+sentinel://s1/m is not a valid URL" in str(refused.value)
     assert SECRET not in str(refused.value)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from exporter.errors import ConfigError
 from exporter.settings import load
-from exporter.sources.url_secrets import ambiguity, mask_url
+from exporter.sources.url_secrets import ambiguity, mask_url, quotes, secret_texts
 
 # A password holding every character that ends a part of a URL, left unencoded.
 TAIL = "w?m n!Xv"
@@ -26,24 +26,39 @@ def assert_hidden(text: str) -> None:
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        (f"postgresql://u@h:5/db?password={PASSWORD}", "postgresql://u@h:5/db?password=***#***"),
-        ("postgresql://u@h/db?password=s3cr&w=m n!Xv", "postgresql://u@h/db?password=***&***"),
-        ("postgresql://u@h/db?password=s3cr&wmn!Xv", "postgresql://u@h/db?password=***&***"),
-        (
-            "postgresql://u@h/db?sslmode=require&sslpassword=s3cr&Xv",
-            "postgresql://u@h/db?sslmode=require&sslpassword=***&***",
-        ),
-        (f"redis://h:6379/0?password={PASSWORD}", "redis://h:6379/0?password=***#***"),
-        ("redis+sentinel://h/svc?sentinel_password=s3cr&w=Xv", "redis+sentinel://h/svc?sentinel_password=***&***"),
-        ("redis://:s3cr@h:6379/0", "redis://:***@h:6379/0"),
-        ("postgresql://u:s3cr@h/db#Xv", "postgresql://u:***@h/db#***"),
-        ("postgresql://u:s3cr@h/db?application_name=a@b", "postgresql://u:***@h/db?application_name=a@b"),
-        ("not a url #s3cr", "***"),
+        (f"postgresql://u@h:5/db?password={PASSWORD}", "postgresql://***@h:5/db"),
+        ("postgresql://u@h/db?password=s3cr&w=m n!Xv", "postgresql://***@h/db"),
+        ("postgresql://u@h/db?sslmode=require&sslpassword=s3cr&Xv", "postgresql://***@h/db"),
+        (f"redis://h:6379/0?password={PASSWORD}", "redis://h:6379/0"),
+        ("redis+sentinel://h/svc?sentinel_password=s3cr&w=Xv", "redis+sentinel://h/svc"),
+        ("redis://:s3cr@h:6379/0", "redis://***@h:6379/0"),
+        ("postgresql://u:s3cr@h/db#Xv", "postgresql://***@h/db"),
+        ("postgresql://u:s3cr@h/db?application_name=a@b", "postgresql://***@h/db"),
+        ("postgresql://u:s3cr@h1:1,[::1]:2/db", "postgresql://***@h1:1,[::1]:2/db"),
+        ("unix:///var/run/redis/redis.sock?db=1", "unix:///var/run/redis/redis.sock"),
+        # The password as the user name: the user is never shown.
+        ("postgresql://s3crXv@h/db", "postgresql://***@h/db"),
+        # Parsed two ways, or not at all: the scheme alone.
+        ("postgresql://u@h/db?password=ab&cd@s3crXv", "postgresql://(rest not shown: it does not parse one way)"),
+        ("postgresql://u:p\uff20s3crXv@h/db", "postgresql://(rest not shown: it does not parse one way)"),
+        ("postgresql://u:s3cr/Xv@h/db", "postgresql://(rest not shown: it does not parse one way)"),
+        ("not a url #s3cr", "(a URL of no known scheme, not shown)"),
+        ("s3crXv://u@h/db", "(a URL of no known scheme, not shown)"),
+        # Hosts or a path that are not plain names: not shown.
+        ("postgresql://u:p@h%20s3crXv/db", "postgresql://***@(hosts not shown)/db"),
+        ("postgresql://u:p@h/s3cr%20Xv", "postgresql://***@h/(path not shown)"),
     ],
 )
-def test_every_credential_is_masked_and_nothing_after_it(url: str, shown: str) -> None:
+def test_a_url_is_shown_rebuilt_from_the_parts_that_parsed(url: str, shown: str) -> None:
     assert mask_url(url) == shown
     assert_hidden(mask_url(url))
+
+
+def test_a_library_message_is_shown_only_when_it_quotes_no_secret_part() -> None:
+    url = "postgresql://u:s3crXv@h/db?sslmode=require&password=abcd&gsslib=zz"
+    assert quotes("gsslib parameter must be either 'gssapi' or 'sspi', got 'zz'", secret_texts(url))
+    assert quotes("got 'crXv'", secret_texts(url))
+    assert not quotes("could not determine user name to connect with", secret_texts(url))
 
 
 @pytest.mark.parametrize(

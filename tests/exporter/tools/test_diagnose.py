@@ -63,7 +63,7 @@ def test_unreachable_database() -> None:
     assert done.returncode == 1
     assert "connection_error" in done.stdout
     assert "topsecret" not in done.stdout + done.stderr
-    assert "u:***@" in done.stdout
+    assert "postgresql://***@127.0.0.1:9/db" in done.stdout
 
 
 def test_check_config() -> None:
@@ -238,3 +238,21 @@ async def test_a_hostile_slug_in_a_server_error_forges_no_line(platform: Platfor
     assert not any(line.startswith("ok   dlq") for line in done.stdout.splitlines())
     assert "\x1b" not in done.stdout
     assert "evil\\nok   dlq: measurable (FAKE)\\x1b[2J" in done.stdout
+
+
+async def test_every_undeclared_value_is_listed_with_its_count_in_one_run(platform: Platform) -> None:
+    long_group = "z" * 4096
+    undeclared = {"billing-service": 3, "ledger-service": 2, long_group: 1}
+    for index, (group, count) in enumerate(undeclared.items()):
+        slug = f"t{index}"
+        await platform.add_tenant(slug)
+        for row in range(count):
+            await platform.add_dead_letter(slug, f"e{row}", group, "pending", at("2026-11-01 00:00:00"))
+    done = run("diagnose", "--database-url", platform.exporter_url, "--signals", "dlq")
+    assert done.returncode == 1
+    line = next(line for line in done.stdout.splitlines() if line.startswith("FAIL dlq"))
+    assert "3 combinations outside the registry" in line
+    assert "origin_group='billing-service': 3" in line
+    assert "origin_group='ledger-service': 2" in line
+    assert "(4,098 characters): 1" in line
+    assert long_group not in done.stdout

@@ -1,0 +1,69 @@
+// An example Alertmanager configuration for this deployment's alerts, from the
+// same `_config` (rendered to alerts/alertmanager.example.yml): routes,
+// grouping and inhibitions scoped by the labels the selector fixes, the cluster
+// label and the database identity, so that one cluster's outage inhibits that
+// cluster's alerts only. OrpycamcpPlatformTotalUnknown and the database alerts
+// are never inhibited: they say what the platform totals miss.
+local lib = import 'lib.libsonnet';
+
+{
+  local c = $._config,
+  local keys = lib.keyLabels(c),
+  local cl = c.clusterLabel,
+  local id = lib.identityLabel,
+  // This deployment's alerts: the `=` matchers of the selector, as Alertmanager matchers.
+  local own = [m.text for m in lib.matchers(c.orpycamcpSelector) if m.op == '='],
+  local neverInhibited = 'orpycamcp_role!~"exporter_down|total_unknown|database"',
+
+  alertmanagerConfig+:: {
+    global: { resolve_timeout: '5m' },
+    route: {
+      receiver: 'default',
+      group_by: ['alertname'] + keys + [cl, id, 'signal'],
+      group_wait: '30s',
+      group_interval: '5m',
+      repeat_interval: '4h',
+      routes: [
+        {
+          matchers: ['alertname=~"Orpycamcp.+"'] + own,
+          receiver: 'orpycamcp-warning',
+          routes: [
+            { matchers: ['severity="critical"'], receiver: 'orpycamcp-critical', repeat_interval: '1h' },
+            { matchers: ['severity="warning"'], receiver: 'orpycamcp-warning' },
+            { matchers: ['severity="info"'], receiver: 'orpycamcp-info', repeat_interval: '24h' },
+          ],
+        },
+      ],
+    },
+    inhibit_rules: [
+      // While a signal cannot be measured its value series are absent: its value
+      // alerts are resolved or meaningless, and the unmeasured alert says why.
+      // The same database only (a bus alert: the same deployment, no cluster label).
+      {
+        source_matchers: ['alertname="OrpycamcpSignalUnmeasured"', 'orpycamcp_role="unmeasured"'] + own,
+        target_matchers: ['orpycamcp_role="value"'] + own,
+        equal: keys + [cl, id, 'signal'],
+      },
+      // While a cluster's exporters are all down nothing they report can be
+      // trusted: that cluster's other alerts are suppressed, never another's.
+      {
+        source_matchers: ['alertname="OrpycamcpExporterDown"', 'orpycamcp_role="exporter_down"'] + own,
+        target_matchers: ['alertname=~"Orpycamcp.+"', neverInhibited] + own,
+        equal: keys + [cl],
+      },
+      // No target of the deployment at all (absent() carries the selector's
+      // labels only): every alert of the deployment, whatever its cluster.
+      {
+        source_matchers: ['alertname="OrpycamcpExporterAbsent"', 'orpycamcp_role="exporter_down"'] + own,
+        target_matchers: ['alertname=~"Orpycamcp.+"', neverInhibited] + own,
+        equal: keys,
+      },
+    ],
+    receivers: [
+      { name: 'default', webhook_configs: [{ url: 'http://127.0.0.1:5001/default' }] },
+      { name: 'orpycamcp-critical', webhook_configs: [{ url: 'http://127.0.0.1:5001/orpycamcp/critical', send_resolved: true }] },
+      { name: 'orpycamcp-warning', webhook_configs: [{ url: 'http://127.0.0.1:5001/orpycamcp/warning', send_resolved: true }] },
+      { name: 'orpycamcp-info', webhook_configs: [{ url: 'http://127.0.0.1:5001/orpycamcp/info', send_resolved: false }] },
+    ],
+  },
+}

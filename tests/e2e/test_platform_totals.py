@@ -1,0 +1,393 @@
+"""End to end, the platform totals as a new user gets them: two real PostgreSQL
+clusters (east, west: two system identifiers) holding different tenants, two
+exporter replicas each, one Redis with a stuck consumer group, and one real
+Prometheus loading three renders of the mixin side by side, each with its own
+selector (a job) and cluster label, alerting one real Alertmanager that runs the
+configuration rendered for one of them:
+
+* `orpycamcp-exporter`: the default render; targets labelled as the Prometheus
+  Operator labels them, plus a Kubernetes-wide `cluster="k8s"` it ignores;
+* `shared`: `clusterLabel: cluster`, so one label value covers both databases;
+* `renamed`: `clusterLabel: k8s_cluster`, west's targets unreachable, and the
+  Alertmanager configuration rendered from this `_config`.
+
+Then west's targets leave the default job's scrape configuration (the database
+vanishes), and west is retired by the one documented step (retiredDatabases).
+Figures are printed for the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+import yaml
+
+from devkit import mixin
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer, RedisServer, free_port, postgres_server
+from registry.values import STREAM_GROUPS
+from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.stack import (
+    Targets,
+    active_alerts,
+    alertmanager,
+    prometheus,
+    prometheus_config,
+    query,
+    reload_prometheus,
+    wait_for,
+)
+from tests.e2e.test_sharded import EAST, SHARDS, WEST, load, pending
+from tests.platform import Platform, create_platform
+
+RENDERS: dict[str, dict[str, Any]] = {
+    "orpycamcp-exporter": {},
+    "shared": {"orpycamcpSelector": 'job="shared"', "clusterLabel": "cluster"},
+    "renamed": {"orpycamcpSelector": 'job="renamed"', "clusterLabel": "k8s_cluster"},
+}
+OPERATOR_LABELS = {
+    "namespace": "monitoring",
+    "service": "orpycamcp-exporter",
+    "endpoint": "http",
+    "container": "exporter",
+}
+
+
+class Webhook:
+    """A receiver for every Alertmanager notification, counted."""
+
+    def __init__(self) -> None:
+        self.notifications: list[dict[str, Any]] = []
+        received = self.notifications
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def about(self, alertname: str, job: str) -> list[dict[str, Any]]:
+        return [
+            n
+            for n in self.notifications
+            if any(a["labels"]["alertname"] == alertname and a["labels"].get("job") == job for a in n["alerts"])
+        ]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def stuck_group(url: str) -> None:
+    """One message delivered an hour ago and never acknowledged: a stuck consumer group."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        client.flushall()
+        for stream, group in STREAM_GROUPS:
+            client.xgroup_create(stream, group, id="$", mkstream=True)
+        then = datetime.now(UTC) - timedelta(hours=1)
+        client.xadd("orpycamcp.document.events", {"event": "document.signed"}, id=f"{int(then.timestamp() * 1000)}-0")
+        client.xreadgroup("signature-service", "worker-1", {"orpycamcp.document.events": ">"})
+    finally:
+        client.close()
+
+
+def render_rules(folder: Path, job: str, extra: dict[str, Any] | None = None) -> Path:
+    config = {**RENDERS[job], **(extra or {})}
+    full = folder / f"{job}.full.rules.yml"
+    full.write_text(mixin.render(config)[Path("alerts/orpycamcp.rules.yml")], encoding="utf-8")
+    return write_shortened_rules(
+        folder / f"{job}.rules.yml", for_duration="2s", interval="1s", offset="10s", source=full
+    )
+
+
+def render_alertmanager(folder: Path, webhook: Webhook) -> Path:
+    """The Alertmanager configuration rendered for the `renamed` render, receivers on the webhook, waits short."""
+    document = yaml.safe_load(mixin.render(RENDERS["renamed"])[Path("alerts/alertmanager.example.yml")])
+    document["route"].update(group_wait="1s", group_interval="1h", repeat_interval="4h")
+    for receiver in document["receivers"]:
+        for hook in receiver["webhook_configs"]:
+            hook["url"] = webhook.url + "/" + receiver["name"]
+    path = folder / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@dataclass
+class Stack:
+    folder: Path
+    prom: RunningProcess
+    am: RunningProcess
+    webhook: Webhook
+    exporters: dict[str, list[RunningProcess]]
+    jobs: dict[str, list[Targets]]
+    rules: dict[str, Path]
+    started: float = field(default_factory=time.time)
+
+    def reload(self) -> None:
+        document = prometheus_config(self.jobs, self.am.port, list(self.rules.values()))
+        reload_prometheus(self.prom, document, self.folder)
+
+
+def identity_of(exporter: RunningProcess) -> str:
+    page = httpx.get(exporter.url + "/metrics", timeout=10).text
+    (line,) = [line for line in page.splitlines() if line.startswith("orpycamcp_database_identity_info{")]
+    return line.split('"')[1]
+
+
+@pytest.fixture(scope="module")
+def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    folder = tmp_path_factory.mktemp("platform-totals")
+    stuck_group(redis.url)
+    webhook = Webhook()
+    with ExitStack() as stack, postgres_server() as west_server:
+        stack.callback(webhook.close)
+        east = asyncio.run(create_platform(pg_server))
+        west = asyncio.run(create_platform(west_server))
+        asyncio.run(load(east, EAST))
+        asyncio.run(load(west, WEST))
+
+        def started(platform: Platform) -> RunningProcess:
+            args = [
+                "--database-url",
+                platform.exporter_url,
+                "--redis-url",
+                redis.url,
+                "--ttl",
+                "1",
+                "--deadline",
+                "0.8",
+            ]
+            return stack.enter_context(exporter_process(args, folder))
+
+        exporters = {"east": [started(east), started(east)], "west": [started(west), started(west)]}
+        unreachable = free_port()  # nothing listens there: west's exporters, as the `renamed` job sees them
+        jobs = {
+            "orpycamcp-exporter": [
+                Targets(
+                    (exporter.port,),
+                    {
+                        **OPERATOR_LABELS,
+                        "orpycamcp_cluster": name,
+                        "cluster": "k8s",
+                        "pod": f"orpycamcp-exporter-{name}-{index}",
+                    },
+                )
+                for name, replicas in exporters.items()
+                for index, exporter in enumerate(replicas)
+            ],
+            "shared": [Targets(tuple(e.port for r in exporters.values() for e in r), {"cluster": "k8s"})],
+            "renamed": [
+                Targets(tuple(e.port for e in exporters["east"]), {"k8s_cluster": "east"}),
+                Targets((unreachable,), {"k8s_cluster": "west"}),
+            ],
+        }
+        rules = {job: render_rules(folder, job) for job in RENDERS}
+        am = stack.enter_context(alertmanager(render_alertmanager(folder, webhook), folder))
+        prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder))
+        yield Stack(folder, prom, am, webhook, exporters, jobs, rules)
+
+
+def values(prom: RunningProcess, expr: str, label: str) -> dict[str, float]:
+    return {sample["metric"].get(label, ""): float(sample["value"][1]) for sample in query(prom, expr)}
+
+
+def firing(prom: RunningProcess, alertname: str, job: str) -> list[dict[str, Any]]:
+    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response.raise_for_status()
+    return [
+        alert
+        for alert in response.json()["data"]["alerts"]
+        if alert["labels"]["alertname"] == alertname
+        and alert["labels"].get("job") == job
+        and alert["state"] == "firing"
+    ]
+
+
+def total(prom: RunningProcess, job: str) -> dict[str, float]:
+    return values(prom, f'orpycamcp:dlq_pending_events:total{{job="{job}"}}', "origin_group")
+
+
+def test_the_identity_on_every_page(stack: Stack) -> None:
+    east = {identity_of(e) for e in stack.exporters["east"]}
+    west = {identity_of(e) for e in stack.exporters["west"]}
+    print(f"\nidentity on the page: east {east}, west {west}")
+    assert len(east) == 1
+    assert len(west) == 1
+    assert east != west
+
+
+def test_the_default_render_totals_over_databases(stack: Stack) -> None:
+    prom = stack.prom
+    job = "orpycamcp-exporter"
+    wait_for(lambda: total(prom, job) == pending(SHARDS), 90, lambda: (total(prom, job), prom.log()[-2000:]))
+    print(f"\n{job}: total {total(prom, job)} (east {pending((EAST,))} + west {pending((WEST,))})")
+    assert values(prom, f'orpycamcp:clusters:count{{job="{job}"}}', "job") == {job: 2.0}
+
+
+def test_one_cluster_label_over_two_databases_blanks_the_totals_and_says_so(stack: Stack) -> None:
+    prom = stack.prom
+    job = "shared"
+    wait_for(lambda: firing(prom, "OrpycamcpClusterLabelSharedByDatabases", job), 60, lambda: prom.log()[-2000:])
+    (alert,) = firing(prom, "OrpycamcpClusterLabelSharedByDatabases", job)
+    identities = sorted({identity_of(e) for replicas in stack.exporters.values() for e in replicas})
+    print(f"\n{job}: {alert['annotations']['description']}")
+    assert alert["labels"]["cluster"] == "k8s"
+    assert all(identity in alert["annotations"]["description"] for identity in identities)
+    assert total(prom, job) == {}
+    per_database = query(prom, f'orpycamcp:dlq_pending_events:max{{job="{job}", origin_group="signature-service"}}')
+    assert sorted(float(s["value"][1]) for s in per_database) == sorted(
+        [pending((EAST,))["signature-service"], pending((WEST,))["signature-service"]]
+    )
+    wait_for(lambda: firing(prom, "OrpycamcpPlatformTotalUnknown", job), 60, lambda: prom.log()[-2000:])
+    assert (
+        "Cluster label values over several databases: k8s."
+        in (firing(prom, "OrpycamcpPlatformTotalUnknown", job)[0]["annotations"]["description"])
+    )
+
+
+def test_renders_loaded_together_never_touch_each_other(stack: Stack) -> None:
+    prom = stack.prom
+    response = httpx.get(prom.url + "/api/v1/rules", timeout=10)
+    response.raise_for_status()
+    for group in response.json()["data"]["groups"]:
+        job = Path(group["file"]).name.removesuffix(".rules.yml")
+        for rule in group["rules"]:
+            for alert in rule.get("alerts", []):
+                assert alert["labels"].get("job") == job, (group["file"], rule["name"], alert["labels"])
+    log = prom.log()
+    assert "out-of-order" not in log, log[-3000:]
+    assert "duplicate sample" not in log.lower(), log[-3000:]
+
+
+def test_a_renamed_cluster_label_inhibits_its_own_cluster_only(stack: Stack) -> None:
+    am = stack.am
+
+    def states() -> dict[tuple[str, str], str]:
+        return {
+            (a["labels"]["alertname"], a["labels"].get("k8s_cluster", "")): a["status"]["state"]
+            for a in active_alerts(am)
+            if a["labels"].get("job") == "renamed"
+        }
+
+    wanted = {
+        ("OrpycamcpExporterDown", "west"): "active",
+        ("OrpycamcpPlatformTotalUnknown", ""): "active",
+        ("OrpycamcpDlqPendingTooLong", "east"): "active",
+        ("OrpycamcpPreservationArtifactsExhausted", "east"): "active",
+    }
+    wait_for(lambda: wanted.items() <= states().items(), 90, lambda: states())
+    time.sleep(3)
+    current = states()
+    print(f"\nrenamed, in Alertmanager: {json.dumps({f'{k[0]}{{{k[1]}}}': v for k, v in sorted(current.items())})}")
+    assert wanted.items() <= current.items()
+    assert "suppressed" not in current.values(), current
+
+    # A value alert of each cluster, posted as Prometheus would: west's is inhibited by
+    # west's OrpycamcpExporterDown, east's is not; another job's west is not either.
+    def value_alert(cluster: str, job: str = "renamed") -> dict[str, Any]:
+        labels = {
+            "alertname": "OrpycamcpDlqOldestPendingTooOld",
+            "job": job,
+            "k8s_cluster": cluster,
+            "severity": "critical",
+            "orpycamcp_role": "value",
+            "signal": "dlq",
+            "origin_group": "knowledge-service",
+        }
+        return {"labels": labels, "annotations": {}}
+
+    posted = [value_alert("west"), value_alert("east"), value_alert("west", job="orpycamcp-exporter")]
+    httpx.post(am.url + "/api/v2/alerts", json=posted, timeout=10).raise_for_status()
+
+    def posted_states() -> dict[tuple[str, str], tuple[str, int]]:
+        return {
+            (a["labels"]["job"], a["labels"]["k8s_cluster"]): (a["status"]["state"], len(a["status"]["inhibitedBy"]))
+            for a in active_alerts(am)
+            if a["labels"]["alertname"] == "OrpycamcpDlqOldestPendingTooOld" and "k8s_cluster" in a["labels"]
+        }
+
+    expected = {
+        ("renamed", "west"): ("suppressed", 1),
+        ("renamed", "east"): ("active", 0),
+        ("orpycamcp-exporter", "west"): ("active", 0),
+    }
+    wait_for(lambda: posted_states() == expected, 30, posted_states)
+    print(f"inhibitions read back: {posted_states()}")
+
+
+def test_one_stuck_group_notifies_once_per_bus(stack: Stack) -> None:
+    job = "orpycamcp-exporter"
+    wait_for(lambda: stack.webhook.about("OrpycamcpStreamPendingTooOld", job), 90, lambda: stack.webhook.notifications)
+    time.sleep(5)
+    notifications = stack.webhook.about("OrpycamcpStreamPendingTooOld", job)
+    alerts = [
+        a for n in notifications for a in n["alerts"] if a["labels"]["alertname"] == "OrpycamcpStreamPendingTooOld"
+    ]
+    print(f"\n{job}: OrpycamcpStreamPendingTooOld: {len(notifications)} notification(s), {len(alerts)} alert(s)")
+    assert len(notifications) == 1
+    assert len(alerts) == 1
+    assert "orpycamcp_cluster" not in alerts[0]["labels"]
+
+
+def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> None:
+    prom = stack.prom
+    job = "orpycamcp-exporter"
+    west = identity_of(stack.exporters["west"][0])
+    before = time.time()
+    stack.jobs[job] = [t for t in stack.jobs[job] if t.labels["orpycamcp_cluster"] == "east"]
+    stack.reload()
+    wait_for(lambda: total(prom, job) == {}, 60, lambda: total(prom, job))
+    wait_for(lambda: firing(prom, "OrpycamcpDatabaseVanished", job), 60, lambda: prom.log()[-2000:])
+    (vanished,) = firing(prom, "OrpycamcpDatabaseVanished", job)
+    print(f"\n{job}, west's targets removed: total {total(prom, job)}; {vanished['annotations']['description']}")
+    assert vanished["labels"]["database_identity"] == west
+    assert vanished["labels"]["orpycamcp_cluster"] == "west"
+    # Never partial, from the start to now: every sample is the sum over both databases.
+    response = httpx.get(
+        prom.url + "/api/v1/query_range",
+        params={
+            "query": f'orpycamcp:dlq_pending_events:total{{job="{job}"}}',
+            "start": stack.started,
+            "end": time.time(),
+            "step": 1,
+        },
+        timeout=10,
+    )
+    wrong = [
+        (series["metric"]["origin_group"], value)
+        for series in response.json()["data"]["result"]
+        for _, value in series["values"]
+        if float(value) != pending(SHARDS)[series["metric"]["origin_group"]]
+    ]
+    assert wrong == []
+    print(f"{job}: totals absent {time.time() - before:.0f} s after west left, never partial")
+
+    # Retired on purpose: one line of _config, rendered again.
+    stack.rules[job] = render_rules(stack.folder, job, {"retiredDatabases": [west]})
+    stack.reload()
+    wait_for(lambda: total(prom, job) == pending((EAST,)), 90, lambda: total(prom, job))
+    wait_for(lambda: not firing(prom, "OrpycamcpDatabaseVanished", job), 60, lambda: prom.log()[-2000:])
+    print(f"{job}: west retired: total {total(prom, job)}")

@@ -1,0 +1,118 @@
+"""The properties of tests/properties/ end to end, a few examples each: the real
+command line, its exit code and everything it prints.
+
+- A generated declarations file or web configuration: `check-config` and `serve`
+  agree (both start, or both exit 2 with the same one-line refusals), never a
+  traceback.
+- A generated password in a URL: `check-config` and `diagnose` print no 4
+  characters of it (its twin, the same URL with other letters and digits, tells
+  the exporter's own words from a leak)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.hypotheses import examples
+from tests.properties.test_configurations import DECLARATIONS, WEB, documents
+from tests.properties.test_secrets import PASSWORDS, leaks, twin
+
+# Nothing listens there: serve starts, every measurement is refused at once.
+SOURCES = ["--database-url", "postgresql://u:p@127.0.0.1:1/db", "--redis-url", "redis://127.0.0.1:1/0"]
+STARTED = "serving signals"
+
+
+def few(fast: int, ci: int) -> settings:
+    """Each example starts processes: a few of them."""
+    return settings(
+        max_examples=examples(fast, ci),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+def check_config(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "exporter", "check-config", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def serve_start(*args: str) -> tuple[int | None, str]:
+    """serve's exit code (None: it started, and was stopped) and what it printed up to then."""
+    command = [sys.executable, "-m", "exporter", "serve", *args, "--web.listen-address", "127.0.0.1:0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        printed = []
+        try:
+            for line in process.stdout:
+                printed.append(line)
+                if STARTED in line:
+                    return None, "".join(printed)
+            return process.wait(timeout=30), "".join(printed)
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                process.communicate(timeout=30)
+
+
+def assert_agree(option: str, path: Path) -> None:
+    checked = check_config(*SOURCES, option, str(path))
+    code, served = serve_start(*SOURCES, option, str(path))
+    for output in (checked.stdout + checked.stderr, served):
+        assert "Traceback" not in output, output
+    if checked.returncode == 0:
+        assert code is None, served
+    else:
+        assert checked.returncode == 2, checked.stderr
+        assert code == 2, served
+        assert served == checked.stderr
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cli")
+
+
+@few(fast=6, ci=12)
+@given(text=documents(DECLARATIONS))
+def test_check_config_and_serve_agree_on_a_declarations_file(directory: Path, text: str) -> None:
+    path = directory / "backlogs.yml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    assert_agree("--backlogs.config-file", path)
+
+
+@few(fast=6, ci=12)
+@given(text=documents(WEB))
+def test_check_config_and_serve_agree_on_a_web_config(directory: Path, text: str) -> None:
+    path = directory / "web.yml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    assert_agree("--web.config.file", path)
+
+
+def printed(url: str) -> str:
+    checked = check_config("--database-url", url)
+    diagnosed = subprocess.run(
+        [sys.executable, "-m", "exporter", "diagnose", "--database-url", url, "--deadline", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in diagnosed.stdout + diagnosed.stderr
+    return checked.stdout + checked.stderr + diagnosed.stdout + diagnosed.stderr
+
+
+@few(fast=6, ci=12)
+@given(password=PASSWORDS.filter(lambda password: "\x00" not in password), form=st.sampled_from(["user", "query"]))
+def test_check_config_and_diagnose_print_no_piece_of_a_password(password: str, form: str) -> None:
+    def url(secret: str) -> str:
+        if form == "user":
+            return f"postgresql://u:{secret}@127.0.0.1:1/db"
+        return f"postgresql://u@127.0.0.1:1/db?sslmode=disable&password={secret}"
+
+    output = printed(url(password))
+    assert not leaks(password, output, printed(url(twin(password)))), output
