@@ -387,9 +387,22 @@ def write_declarations(pairs: Sequence[tuple[str, str]], directory: Path) -> Pat
     return path
 
 
-async def bench_size(count: int, trees: dict[str, Path], rounds: int, directory: Path) -> list[Row]:
+async def bench_size(
+    count: int, trees: dict[str, Path], rounds: int, directory: Path, roads: Sequence[str] = ("standalone", "cluster")
+) -> list[Row]:
     pairs = pairs_of(count)
     declarations = write_declarations(pairs, directory)
+    rows: list[Row] = []
+    if "standalone" in roads:
+        rows += await bench_standalone(pairs, trees, rounds, declarations)
+    if "cluster" in roads:
+        rows += await bench_cluster(pairs, trees, rounds, declarations)
+    return rows
+
+
+async def bench_standalone(
+    pairs: list[tuple[str, str]], trees: dict[str, Path], rounds: int, declarations: Path
+) -> list[Row]:
     rows: list[Row] = []
     server = start_redis()
     try:
@@ -400,6 +413,13 @@ async def bench_size(count: int, trees: dict[str, Path], rounds: int, directory:
         await nodes.close()
     finally:
         server.remove()
+    return rows
+
+
+async def bench_cluster(
+    pairs: list[tuple[str, str]], trees: dict[str, Path], rounds: int, declarations: Path
+) -> list[Row]:
+    rows: list[Row] = []
     cluster = start_cluster(masters=3)
     try:
         nodes = Nodes.of(None, cluster)
@@ -434,7 +454,9 @@ def table(rows: Sequence[dict[str, object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def main_async(sizes: list[int], before: Path | None, rounds: int) -> dict[str, object]:
+async def main_async(
+    sizes: list[int], before: Path | None, rounds: int, roads: Sequence[str] = ("standalone", "cluster")
+) -> dict[str, object]:
     trees = {"after": TREE} if before is None else {"before": before, "after": TREE}
     load_before = os.getloadavg()
     rows: list[Row] = []
@@ -452,7 +474,7 @@ async def main_async(sizes: list[int], before: Path | None, rounds: int) -> dict
 
     with tempfile.TemporaryDirectory(prefix="orpycamcp-bus-") as directory:
         for size in sizes:
-            rows += await bench_size(size, trees, rounds, Path(directory))
+            rows += await bench_size(size, trees, rounds, Path(directory), roads)
             # Written after each size: a long run stopped later keeps what it measured.
             RESULTS.mkdir(exist_ok=True)
             (RESULTS / f"bus-size-{stamp}.json").write_text(json.dumps(report(), indent=2) + "\n")
@@ -465,9 +487,10 @@ def main() -> None:
     parser.add_argument("--pairs", default="10000,100000", help="comma-separated numbers of declared pairs")
     parser.add_argument("--before", type=Path, help="another source tree to serve side by side")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--roads", default="standalone,cluster", help="standalone, cluster or both")
     args = parser.parse_args()
     sizes = [int(size) for size in args.pairs.split(",")]
-    report = asyncio.run(main_async(sizes, args.before, args.rounds))
+    report = asyncio.run(main_async(sizes, args.before, args.rounds, args.roads.split(",")))
     print(f"load average {report['load_average']} on {report['cpus']} CPUs; {report['rounds']} rounds")
 
 
