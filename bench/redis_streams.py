@@ -93,7 +93,7 @@ def parse(reading: StreamsReading, load: Workload) -> int:
 def cluster_client(ports: Sequence[int]) -> RedisCluster:
     return RedisCluster(
         startup_nodes=[ClusterNode("127.0.0.1", port) for port in ports],
-        decode_responses=True,
+        decode_responses=False,
         protocol=2,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=TIMEOUTS.deadline,
@@ -106,7 +106,7 @@ class Floor:
     def __init__(self, load: Workload, owners: dict[int, int]) -> None:
         self.commands = stream_commands(load.pairs, load.deadletters)
         self.clients = {
-            port: redis.asyncio.Redis(host="127.0.0.1", port=port, decode_responses=True, protocol=2)
+            port: redis.asyncio.Redis(host="127.0.0.1", port=port, decode_responses=False, protocol=2)
             for port in set(owners.values())
         }
         self.by_node: dict[int, list[tuple[str, ...]]] = {port: [] for port in self.clients}
@@ -171,7 +171,7 @@ class Road:
 async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: Workload, rounds: int) -> Road:
     client: redis.asyncio.Redis | RedisCluster
     if cluster is None:
-        client = redis.asyncio.Redis(host="127.0.0.1", port=port, decode_responses=True, protocol=2)
+        client = redis.asyncio.Redis(host="127.0.0.1", port=port, decode_responses=False, protocol=2)
     else:
         client = cluster_client(cluster.ports)
     await seed(client, load)
@@ -192,7 +192,12 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
         reading = await source.read(load.pairs, load.deadletters)  # warm: connections, slot map
         replies = await floor.replies()
         deadletters = zip(reading.lengths, reading.first_entries, strict=True)
-        exact = [*reading.pending, *(reply for pair in deadletters for reply in pair)] == replies
+        exact = [
+            *reading.pending,
+            *reading.consumers,
+            *reading.groups,
+            *(reply for pair in deadletters for reply in pair),
+        ] == replies
         ours: list[float] = []
         theirs: list[float] = []
         for _ in range(rounds):

@@ -9,7 +9,10 @@ installs the same files on any machine, whatever index or mirror serves them:
 - runtime.txt: the [project] dependencies, what the image and the wheel run;
 - build.txt: the [build-system] requires and the `sbom` dependency group, what
   the image build runs besides pip;
-- test.txt: all of them and the `test` extra, the development virtualenv.
+- test.txt: all of them and the `test` extra, the development virtualenv;
+- lowest.txt: the [project] dependencies at the lowest versions their bounds
+  allow (uv's `--resolution lowest-direct`), what scripts/test-lowest runs a
+  part of the tests on, so that a lower bound is a version that works.
 
 A lock's header lists the requirements it was resolved from, so that
 tests/test_locks.py can tell when pyproject.toml has moved on without it.
@@ -51,6 +54,7 @@ class Lock:
     inputs: tuple[str, ...]
     # The locks resolved before this one, whose pins this one keeps.
     constrained_by: tuple[str, ...] = ()
+    resolution: str = "highest"  # uv's --resolution: lowest-direct takes each direct dependency's lower bound
 
     @property
     def path(self) -> Path:
@@ -75,7 +79,7 @@ def read_pyproject(path: Path = REPO_ROOT / "pyproject.toml") -> dict[str, Any]:
 
 
 def locks(pyproject: dict[str, Any]) -> tuple[Lock, ...]:
-    """The three locks, in the order they are resolved."""
+    """The locks, in the order they are resolved."""
     runtime = tuple(pyproject["project"]["dependencies"])
     build = (*pyproject["build-system"]["requires"], *pyproject["dependency-groups"]["sbom"])
     test = (*runtime, *build, *pyproject["project"]["optional-dependencies"]["test"])
@@ -83,6 +87,12 @@ def locks(pyproject: dict[str, Any]) -> tuple[Lock, ...]:
         Lock("runtime", "the runtime dependencies (what the image and the wheel run)", runtime),
         Lock("build", "the image build's tools: build backend and SBOM writer", build, ("runtime",)),
         Lock("test", "the development virtualenv: runtime, build and test tools", test, ("runtime", "build")),
+        Lock(
+            "lowest",
+            "the runtime dependencies at their lower bounds (scripts/test-lowest)",
+            runtime,
+            resolution="lowest-direct",
+        ),
     )
 
 
@@ -173,6 +183,8 @@ def lock(upgrade: list[str]) -> None:
                 "--universal",
                 "--python-version",
                 minimum_python(python),
+                "--resolution",
+                each.resolution,
                 "--generate-hashes",
                 "--no-header",
                 "--quiet",

@@ -369,6 +369,46 @@ class SentinelNoMaster(SourceError):
         super().__init__(f"the sentinels name no master up for service {service!r} ({seen})")
 
 
+class SentinelsDisagree(SourceError):
+    """The sentinels that answered name different masters for the service, none by a majority of them."""
+
+    reason = Reason.SENTINELS_DISAGREE
+
+    def __init__(self, service: str, votes: Sequence[tuple[str, str]]) -> None:
+        self.service = service
+        self.votes = tuple(votes)
+        named = "; ".join(f"{sentinel} names {master}" for sentinel, master in self.votes)
+        super().__init__(
+            f"the sentinels disagree on the master of service {service!r}, none named by a majority of those"
+            f" that answered ({named}): nothing is read until a majority agrees"
+        )
+
+
+class NotACluster(SourceError):
+    """A redis+cluster:// URL names servers that are not Redis Cluster nodes."""
+
+    reason = Reason.NOT_A_CLUSTER
+
+    def __init__(self, server_message: str) -> None:
+        self.server_message = server_message
+        super().__init__(
+            f"the Redis URL is redis+cluster:// but the server is not a cluster node ({server_message}):"
+            " use redis:// (or redis+sentinel://) for it"
+        )
+
+
+class RedisTooOld(SourceError):
+    """The server lacks a field the exporter reads (XINFO GROUPS `lag` is Redis 7.0+)."""
+
+    reason = Reason.REDIS_TOO_OLD
+
+    def __init__(self, command: str, missing: str, version: str) -> None:
+        self.command = command
+        self.missing = missing
+        self.version = version
+        super().__init__(f"{command} answered without {missing!r}: the streams signal needs Redis {version} or later")
+
+
 class SentinelsUnreachable(SourceError):
     """No sentinel of the URL answered; says, sentinel by sentinel, why."""
 

@@ -87,7 +87,9 @@ class Exporter:
             *self._redis_link(),
         )
         key = self._key([outcome is not None for outcome in results])
-        return self._pages.get_or_render(key, lambda: render(assemble(names, outcomes, last, self.registry, meta)))
+        return await self._pages.get_or_render_aside(
+            key, lambda: render(assemble(names, outcomes, last, self.registry, meta))
+        )
 
     def _redis_link(self) -> tuple[Sample, ...]:
         """The Redis replica's lag as the last streams reading found it, measured or not."""

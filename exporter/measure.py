@@ -7,12 +7,13 @@ import asyncio
 import logging
 
 from exporter.clock import SYSTEM_CLOCK, Clock
+from exporter.heap import collections_paused
 from exporter.outcomes import Outcome, classify
 from exporter.reasons import Reason
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
-from exporter.validate import complete
+from exporter.validate import completing
 from registry import Registry
 
 log = logging.getLogger("orpycamcp.measure")
@@ -29,12 +30,14 @@ async def measure(
     """Measure `signal` completely or not at all; `last_success` is kept on failure."""
     started = clock.monotonic()
     try:
-        async with asyncio.timeout(timeouts.deadline):
-            if signal.source is Source.POSTGRES and sources.postgres is not None:
-                # A standby too far behind its primary shows no value as current (exporter/freshness.py).
-                await sources.postgres.require_fresh(signal.name)
-            raw = await signal.measure(sources)
-        samples = complete(signal.name, raw, registry)
+        with collections_paused():
+            async with asyncio.timeout(timeouts.deadline):
+                if signal.source is Source.POSTGRES and sources.postgres is not None:
+                    # A standby too far behind its primary shows no value as current (exporter/freshness.py).
+                    await sources.postgres.require_fresh(signal.name)
+                raw = await signal.measure(sources)
+                # Inside the deadline: holding a large measurement to the registry takes time too.
+                samples = await completing(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify
         failure = classify(exc, timeouts.deadline)
         duration = clock.monotonic() - started

@@ -10,6 +10,7 @@ continues the page's. One valid gzip member, whatever decoder reads it.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import zlib
 from collections.abc import Callable, Hashable
@@ -81,4 +82,21 @@ class PageCache:
         if key != self._key:
             self._page = Page(render())
             self._key = key
+        return self._page
+
+    async def get_or_render_aside(self, key: Hashable, render: Callable[[], bytes]) -> Page:
+        """get_or_render, the rendering (and the page's compression) in a worker thread: a
+        page of a hundred thousand series takes long enough to hold up the health checks
+        and cached scrapes the event loop serves meanwhile. `render` must be pure."""
+        if key != self._key:
+
+            def made() -> Page:
+                page = Page(render())
+                page.gzipped()  # compressed here rather than by the first request, on the loop
+                return page
+
+            page = await asyncio.to_thread(made)
+            if key != self._key:
+                self._page = page
+                self._key = key
         return self._page

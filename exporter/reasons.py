@@ -46,5 +46,8 @@ class Reason(StrEnum):
     UNKNOWN_SENTINEL_SERVICE = "unknown_sentinel_service"
     REDIS_ERROR = "redis_error"
     CLUSTER_CHANGED = "cluster_changed"
+    NOT_A_CLUSTER = "not_a_cluster"
+    SENTINELS_DISAGREE = "sentinels_disagree"
+    REDIS_TOO_OLD = "redis_too_old"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"

@@ -67,8 +67,9 @@ class Timeouts:
 
     def per_sentinel(self, sentinels: int) -> float:
         """How long one sentinel may take to answer or connect: the sentinels are asked
-        one after the other, so that a stalled one leaves time for the others and for
-        the read itself within the deadline."""
+        all at once for the master, and one after the other for why there is none,
+        so that stalled ones leave time for the others and for the read itself
+        within the deadline."""
         return self.deadline / (sentinels + 1)
 
     def scrape_wait(self, scrape_timeout: float | None) -> float:

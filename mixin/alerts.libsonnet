@@ -368,6 +368,21 @@ local lib = import 'lib.libsonnet';
             'A consumer group has pending messages but the age of the oldest is unknown.',
             'Group {{ $labels.group }} on stream {{ $labels.stream }} reports {{ $value }} pending messages but no oldest-pending timestamp, so their age cannot be checked.',
           ),
+          // Undelivered entries are not pending anywhere: a group whose
+          // consumers all died shows pending 0 while entries pile up.
+          busAlert(
+            'OrpycamcpStreamNotConsumed', 'warning',
+            |||
+              orpycamcp:stream_undelivered_entries:max > 0
+              and (
+                orpycamcp:stream_consumer_idle_seconds:max > %d
+                or orpycamcp:stream_consumers:max == 0
+              )
+            ||| % lib.seconds(c.streamNotConsumedIdle),
+            c.streamNotConsumedFor,
+            'Entries wait for a consumer group and nobody reads them.',
+            'Group {{ $labels.group }} on stream {{ $labels.stream }} has {{ $value }} entries not yet delivered, and no consumer has been seen for %s (or it has none): its consumers are down, or the group was created at the wrong ID.' % c.streamNotConsumedIdle,
+          ),
           busAlert(
             'OrpycamcpDeadletterStreamGrowing', 'warning',
             |||

@@ -64,6 +64,9 @@
     streamPendingAge: '10m',
     streamPendingTooOldFor: '5m',
     streamPendingAgeUnknownFor: '10m',
+    // Entries waiting and nobody reading: no consumer, or none seen for this long.
+    streamNotConsumedIdle: '5m',
+    streamNotConsumedFor: '10m',
     deadletterStreamGrowthWindow: '15m',
     deadletterStreamEntriesAge: '31d',
     deadletterStreamEntriesTooOldFor: '1h',

@@ -15,6 +15,9 @@
   audit_chain_last_verification_timestamp_seconds: [],
   stream_pending_messages: ['stream', 'group'],
   stream_oldest_pending_timestamp_seconds: ['stream', 'group'],
+  stream_undelivered_entries: ['stream', 'group'],
+  stream_consumers: ['stream', 'group'],
+  stream_consumer_idle_seconds: ['stream', 'group'],
   deadletter_stream_entries: ['stream'],
   deadletter_stream_oldest_entry_timestamp_seconds: ['stream'],
   // Declared backlogs: `group` only for a backlog declared with groups.

@@ -115,6 +115,31 @@ STREAM_OLDEST_PENDING = Family(
     combinations=STREAM_GROUPS,
     sparse=True,
 )
+STREAM_UNDELIVERED = Family(
+    name=PREFIX + "stream_undelivered_entries",
+    help="Entries of the stream not yet delivered to the consumer group (XINFO GROUPS lag, Redis 7.0+);"
+    " absent while Redis cannot count them (entries deleted or trimmed after the group's last delivered ID).",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+    sparse=True,
+)
+STREAM_CONSUMERS = Family(
+    name=PREFIX + "stream_consumers",
+    help="Consumers the consumer group knows (XINFO CONSUMERS), alive or not.",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+)
+STREAM_CONSUMER_IDLE = Family(
+    name=PREFIX + "stream_consumer_idle_seconds",
+    help="Seconds since the group's most recently seen consumer last tried to read or claim (the smallest"
+    " XINFO CONSUMERS idle); absent when the group has no consumer.",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+    sparse=True,
+)
 DEADLETTER_ENTRIES = Family(
     name=PREFIX + "deadletter_stream_entries",
     help="Entries in the dead-letter stream (XLEN).",
@@ -247,6 +272,9 @@ FAMILIES: tuple[Family, ...] = (
     AUDIT_LAST_VERIFICATION,
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
+    STREAM_UNDELIVERED,
+    STREAM_CONSUMERS,
+    STREAM_CONSUMER_IDLE,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
     REDIS_REPLICA_LAG,
@@ -312,6 +340,9 @@ def extended(
         SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
         STREAM_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,
+        STREAM_UNDELIVERED: STREAM_GROUPS + stream_groups,
+        STREAM_CONSUMERS: STREAM_GROUPS + stream_groups,
+        STREAM_CONSUMER_IDLE: STREAM_GROUPS + stream_groups,
         DEADLETTER_ENTRIES: single(DEADLETTER_STREAMS + deadletter_streams),
         DEADLETTER_OLDEST: single(DEADLETTER_STREAMS + deadletter_streams),
     }

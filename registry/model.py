@@ -96,12 +96,15 @@ class Family:
     # True for families that are absent rather than zero when there is nothing
     # to report (e.g. the timestamp of the oldest pending event).
     sparse: bool = False
+    # `combinations` as a set, for a constant-time membership test at scrape time.
+    allowed: frozenset[tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
     # A family whose one label takes values read from a source: each value is
     # held to this rule instead of a listed combination (then `combinations`
     # stays empty and the family is sparse).
     rule: ValueRule | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed", frozenset(self.combinations))
         if not METRIC_NAME.fullmatch(self.name) or self.name.startswith("__"):
             raise RegistryError(self.name, "is not a valid metric name")
         if not self.help.strip():
@@ -123,7 +126,7 @@ class Family:
             return
         if not self.combinations:
             raise RegistryError(self.name, "declares no label combination")
-        if len(set(self.combinations)) != len(self.combinations):
+        if len(self.allowed) != len(self.combinations):
             raise RegistryError(self.name, "repeats a label combination")
         for combination in self.combinations:
             if len(combination) != len(self.labels):

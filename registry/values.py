@@ -82,6 +82,9 @@ FAILURE_REASONS: tuple[str, ...] = (
     "unknown_sentinel_service",
     "redis_error",
     "cluster_changed",
+    "not_a_cluster",
+    "sentinels_disagree",
+    "redis_too_old",
     "internal_error",
 )
 

@@ -17,12 +17,15 @@ import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from devkit.locks import Pin, pins, recorded_inputs, recorded_requires_python, wheelhouse_requirements
 from devkit.postgres_majors import INSTALL_DIR, LOCK_DIR, MAJORS, bindir, package, pinned_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ("runtime", "build", "test")
+# Resolved apart, at the lower bounds: its versions differ from the others' on purpose.
+LOWEST = "lowest"
 
 
 def declared(pyproject: dict[str, Any]) -> dict[str, list[str]]:
@@ -33,6 +36,7 @@ def declared(pyproject: dict[str, Any]) -> dict[str, list[str]]:
         "runtime": runtime,
         "build": build,
         "test": runtime + build + pyproject["project"]["optional-dependencies"]["test"],
+        LOWEST: runtime,
     }
 
 
@@ -63,7 +67,7 @@ def pyproject() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def texts() -> dict[str, str]:
-    return {name: (ROOT / "requirements" / f"{name}.txt").read_text() for name in LOCKS}
+    return {name: (ROOT / "requirements" / f"{name}.txt").read_text() for name in (*LOCKS, LOWEST)}
 
 
 def test_the_locks_hold_what_pyproject_declares(pyproject: dict[str, Any], texts: dict[str, str]) -> None:
@@ -95,7 +99,7 @@ def test_a_bound_the_pin_misses_is_told(pyproject: dict[str, Any], texts: dict[s
     assert [line for line in found if "pins starlette==" in line] != []
 
 
-@pytest.mark.parametrize("name", LOCKS)
+@pytest.mark.parametrize("name", [*LOCKS, LOWEST])
 def test_every_pin_is_exact_hashed_and_once(texts: dict[str, str], name: str) -> None:
     found = pins(texts[name])
     assert found, f"{name}.txt pins nothing"
@@ -107,6 +111,16 @@ def test_every_pin_is_exact_hashed_and_once(texts: dict[str, str], name: str) ->
     assert len(lines) == len(found) + sum(len(pin.hashes) for pin in found)
     names = [canonicalize_name(pin.name) for pin in found]
     assert len(names) == len(set(names)), f"{name}.txt pins a package twice"
+
+
+def test_the_lowest_lock_pins_each_dependency_at_its_lower_bound(
+    pyproject: dict[str, Any], texts: dict[str, str]
+) -> None:
+    """What scripts/test-lowest runs is the lowest version each bound allows, not a newer one."""
+    pinned = {canonicalize_name(pin.name): Version(pin.version) for pin in pins(texts[LOWEST])}
+    for requirement in map(Requirement, pyproject["project"]["dependencies"]):
+        (lower,) = (Version(spec.version) for spec in requirement.specifier if spec.operator == ">=")
+        assert pinned[canonicalize_name(requirement.name)] == lower, requirement
 
 
 def test_a_package_in_several_locks_has_one_version(texts: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from exporter.exporter import Exporter
+from exporter.heap import freeze_startup
 from exporter.http.app import create_app
 from exporter.http.connections import ConnectionBook
 from exporter.http.fdlimit import connection_cap, raise_fd_limit
@@ -103,6 +104,7 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
         ReloadingWebConfig(settings.web_config_file, web) if settings.web_config_file else StaticWebConfig(web)
     )
     exporter = build_exporter(settings)
+    freeze_startup()  # the registry and settings: out of the garbage collector's walks (exporter/heap.py)
     server = uvicorn.Server(uvicorn_config(settings, exporter, source, book))
     log.info(
         "serving %s (ttl %gs, deadline %gs, at most %d connections, request heads within %gs)",

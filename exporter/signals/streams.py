@@ -1,8 +1,18 @@
-"""streams: consumer-group pending entries lists and dead-letter streams on Redis.
+"""streams: consumer groups (pending, undelivered, their consumers) and
+dead-letter streams on Redis.
 
 A dead-letter stream that does not exist yet is a true 0. A missing source
 stream or group (NOGROUP), or a reply or entry ID that does not parse, is a
-failure.
+failure. Replies are bytes; a group is found in `XINFO GROUPS` by its name's
+UTF-8 bytes, and nothing else is decoded (a payload or a consumer's name can
+be any bytes).
+
+Undelivered entries are `XINFO GROUPS`' `lag` (Redis 7.0+; an older server,
+whose reply has no `lag`, makes the signal unmeasured with `redis_too_old`).
+Redis answers nil when it cannot count them (entries deleted or trimmed after
+the group's last delivered ID): the series is then absent, never a guess.
+The consumers' idle time is the smallest `idle` of `XINFO CONSUMERS` (any
+Redis with streams); absent when the group has no consumer.
 
 The groups and dead-letter streams read are those of the registry: the
 built-in ones and those declared at start, all in one round trip.
@@ -10,11 +20,12 @@ built-in ones and those declared at start, all in one round trip.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from exporter.errors import ContractViolation
+from exporter.errors import ContractViolation, RedisTooOld
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
@@ -23,19 +34,23 @@ from registry import Registry
 from registry.families import (
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    STREAM_CONSUMER_IDLE,
+    STREAM_CONSUMERS,
     STREAM_OLDEST_PENDING,
     STREAM_PENDING,
+    STREAM_UNDELIVERED,
 )
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 NAME = "streams"
-ENTRY_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+ENTRY_ID = re.compile(rb"([0-9]{1,20})-([0-9]{1,20})")
+LAG_SINCE = "7.0"  # the Redis version whose XINFO GROUPS has `lag`
 ID_PART_MAX = 2**64 - 1  # both parts of an entry ID are unsigned 64-bit integers
 
 
 def entry_time(where: str, entry_id: object) -> float:
     """Seconds since the epoch encoded in a stream entry ID ("<ms>-<seq>")."""
-    match = ENTRY_ID.fullmatch(entry_id) if isinstance(entry_id, str) else None
+    match = ENTRY_ID.fullmatch(entry_id) if isinstance(entry_id, bytes) else None
     if match is None or int(match.group(1)) > ID_PART_MAX or int(match.group(2)) > ID_PART_MAX:
         raise ContractViolation(NAME, where, f"entry ID {entry_id!r} does not parse")
     # An ID given explicitly to XADD can carry any time, the future included.
@@ -58,6 +73,47 @@ def pending_summary(where: str, summary: object) -> tuple[int, float | None]:
     return count, entry_time(where, summary.get("min"))
 
 
+def _records(where: str, reply: object) -> Sequence[Mapping[str, object]]:
+    """An XINFO reply: a list of records, each a map from field name to value."""
+    if isinstance(reply, str | bytes) or not isinstance(reply, Sequence):
+        raise ContractViolation(NAME, where, f"reply {reply!r} is not a list of records")
+    for record in reply:
+        if not isinstance(record, Mapping):
+            raise ContractViolation(NAME, where, f"record {record!r} is not a map of fields")
+    return reply
+
+
+def groups_by_name(where: str, reply: object) -> dict[bytes, Mapping[str, object]]:
+    """The records of an XINFO GROUPS reply by the group's name, as bytes."""
+    groups: dict[bytes, Mapping[str, object]] = {}
+    for record in _records(where, reply):
+        name = record.get("name")
+        if not isinstance(name, bytes):
+            raise ContractViolation(NAME, where, f"group name {name!r} is not a string")
+        groups[name] = record
+    return groups
+
+
+def undelivered(where: str, record: Mapping[str, object] | None) -> int | None:
+    """Entries not delivered to the group yet (`lag`); None when Redis cannot count them."""
+    if record is None:
+        raise ContractViolation(NAME, where, "the group is not in the stream's XINFO GROUPS")
+    if "lag" not in record:
+        raise RedisTooOld(where, "lag", LAG_SINCE)
+    lag = record["lag"]
+    return None if lag is None else _count(where, lag)
+
+
+def consumers_idle(where: str, reply: object) -> tuple[int, float | None]:
+    """(consumers, seconds since the most recently seen one was idle or None) from XINFO CONSUMERS."""
+    records = _records(where, reply)
+    idle: float | None = None
+    for record in records:
+        ms = _count(where, record.get("idle"))
+        idle = ms / 1000 if idle is None else min(idle, ms / 1000)
+    return len(records), idle
+
+
 def first_entry_time(where: str, entries: object) -> float:
     """Time of the first entry of an XRANGE ... COUNT 1 reply that holds one."""
     if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
@@ -70,30 +126,63 @@ def first_entry_time(where: str, entries: object) -> float:
     return entry_time(where, first[0])
 
 
-def samples_of(
+PAIRS_PER_STEP = 100  # pairs parsed between two hand-backs of the event loop
+
+
+def sample_parts(
     reading: StreamsReading,
     groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
     deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
-) -> list[Sample]:
+) -> Iterator[list[Sample]]:
+    """The samples of `reading`, a part per PAIRS_PER_STEP pairs."""
+    infos = {
+        stream: groups_by_name(f"XINFO GROUPS {stream}", reply)
+        for stream, reply in zip(dict.fromkeys(stream for stream, _ in groups), reading.groups, strict=True)
+    }
     samples: list[Sample] = []
-    for (stream, group), summary in zip(groups, reading.pending, strict=True):
+    for number, ((stream, group), summary, consumers) in enumerate(
+        zip(groups, reading.pending, reading.consumers, strict=True), 1
+    ):
+        labels = (stream, group)
         count, oldest = pending_summary(f"XPENDING {stream} {group}", summary)
-        samples.append(Sample(STREAM_PENDING.name, (stream, group), count))
+        samples.append(Sample(STREAM_PENDING.name, labels, count))
         if oldest is not None:
-            samples.append(Sample(STREAM_OLDEST_PENDING.name, (stream, group), oldest))
+            samples.append(Sample(STREAM_OLDEST_PENDING.name, labels, oldest))
+        lag = undelivered(f"XINFO GROUPS {stream} ({group})", infos[stream].get(group.encode()))
+        if lag is not None:
+            samples.append(Sample(STREAM_UNDELIVERED.name, labels, lag))
+        known, idle = consumers_idle(f"XINFO CONSUMERS {stream} {group}", consumers)
+        samples.append(Sample(STREAM_CONSUMERS.name, labels, known))
+        if idle is not None:
+            samples.append(Sample(STREAM_CONSUMER_IDLE.name, labels, idle))
+        if number % PAIRS_PER_STEP == 0:
+            yield samples
+            samples = []
     for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
         entries = _count(f"XLEN {stream}", length)
         samples.append(Sample(DEADLETTER_ENTRIES.name, (stream,), entries))
         if entries:
             samples.append(Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first)))
-    return samples
+    yield samples
+
+
+def samples_of(
+    reading: StreamsReading,
+    groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
+    deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
+) -> list[Sample]:
+    return [sample for part in sample_parts(reading, groups, deadletter_streams) for sample in part]
 
 
 async def measure(
     groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], sources: Sources
 ) -> list[Sample]:
     reading = await sources.require_redis(NAME).read(groups, deadletter_streams, signal=NAME)
-    return samples_of(reading, groups, deadletter_streams)
+    samples: list[Sample] = []
+    for part in sample_parts(reading, groups, deadletter_streams):
+        samples += part
+        await asyncio.sleep(0)  # a health check or a cached scrape gets its turn
+    return samples
 
 
 def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> Signal:

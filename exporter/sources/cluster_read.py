@@ -14,19 +14,27 @@ redis-py's own cluster pipeline is not used for this: it re-sends redirected
 commands one by one (following MOVED too, from a map it may read again), and
 retries a pipeline after a connection error keeping the replies the first
 attempt got, so one reading could hold replies from before and after a slot
-moved.
+moved. Nor does it check a pooled connection before using it, as the
+standalone pool does: a connection the server closed while idle (its
+`timeout`, a load balancer, `CLIENT KILL`) is replaced here before it is used.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import redis.exceptions
 from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
+from redis.asyncio.connection import Connection
 
-from exporter.errors import ClusterChanged
+from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
+from exporter.reasons import Reason
 from exporter.sources.redis_errors import reply_error
+from exporter.sources.redis_exchange import exchange
+
+ROUTED_PER_STEP = 1_000
 
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
@@ -44,23 +52,35 @@ class ClusterReader:
 
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
+        self._mapped = False
         self._map_stale = False
 
     async def read(self, commands: Sequence[Command]) -> list[object]:
         """The replies to `commands`, in order; raises on the first failure of any node."""
-        await self.cluster.initialize()
-        if self._map_stale:
-            await self.cluster.nodes_manager.initialize()
+        if self._map_stale or not self._mapped:
+            # The slot map alone (CLUSTER SLOTS): RedisCluster.initialize would also
+            # send COMMAND, for a routing of commands this reader does itself.
+            with slot_map_errors():
+                await self.cluster.nodes_manager.initialize()
+            self._mapped = True
             self._map_stale = False
         try:
-            return await self._read(commands)
+            with slot_map_errors():
+                return await self._read(commands)
         except BaseException:
             self._map_stale = True
             raise
 
+    async def aclose(self) -> None:
+        """The nodes' connections (RedisCluster.aclose closes them only after its own initialize)."""
+        await self.cluster.nodes_manager.aclose()
+        await self.cluster.nodes_manager.aclose("startup_nodes")
+
     async def _read(self, commands: Sequence[Command]) -> list[object]:
         by_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
         for position, command in enumerate(commands):
+            if position % ROUTED_PER_STEP == ROUTED_PER_STEP - 1:
+                await asyncio.sleep(0)  # routing 200,000 commands takes a while: the loop gets its turns
             node = self.cluster.nodes_manager.get_node_from_slot(self.cluster.keyslot(command[1]))
             by_node.setdefault(node.name, (node, []))[1].append(PipelineCommand(position, *command))
         first = await _round(list(by_node.values()))
@@ -74,6 +94,10 @@ class ClusterReader:
                     entry[1].append(PipelineCommand(-1, "ASKING"))  # lets the next command in
                     entry[1].append(PipelineCommand(pipelined.position, *pipelined.args))
         second = await _round(list(asked.values())) if asked else []
+        for node, sent in second:
+            for pipelined in sent:
+                if pipelined.position < 0 and isinstance(pipelined.result, BaseException):
+                    raise _naming(node, reply_error(pipelined.result, ("ASKING",)))  # NOPERM: the ACL lacks +asking
         _refuse_redirects(second, follow_ask=False)
         replies: list[object] = [None] * len(commands)
         errors: list[tuple[int, BaseException]] = []
@@ -102,11 +126,71 @@ async def _round(nodes: Pipelines) -> Pipelines:
     """One pipeline per node, all at once; raises the first node's failure, if any."""
     # Every node's pipeline runs to its end (or its timeout) before any failure is
     # reported: none is left mid-reply on a connection that goes back to the pool.
-    done = await asyncio.gather(*(node.execute_pipeline(sent) for node, sent in nodes), return_exceptions=True)
+    done = await asyncio.gather(*(_pipeline(node, sent) for node, sent in nodes), return_exceptions=True)
     for (node, _), outcome in zip(nodes, done, strict=True):
         if isinstance(outcome, BaseException):
             raise _naming(node, outcome)
     return nodes
+
+
+async def _checked(connection: Connection) -> None:
+    """Connected, and not closed by the server since it was last used: what the
+    standalone pool does before lending a connection (ConnectionPool.ensure_connection).
+    A connection the server closed reads as ready (EOF) and is reconnected."""
+    await connection.connect()  # type: ignore[no-untyped-call]
+    try:
+        if await connection.can_read():
+            raise redis.exceptions.ConnectionError("Connection has data")
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        await connection.disconnect()
+        await connection.connect()  # type: ignore[no-untyped-call]
+        if await connection.can_read():
+            raise redis.exceptions.ConnectionError("Connection not ready") from None
+
+
+async def _pipeline(node: ClusterNode, commands: list[PipelineCommand]) -> None:
+    """`commands` on one of the node's connections, checked first, in one exchange;
+    each command's reply (or the error Redis answered) in its `result`."""
+    connection = node.acquire_connection()
+    try:
+        await _checked(connection)
+        replies = await exchange(connection, [command.args for command in commands], node.parse_response)
+        for command, reply in zip(commands, replies, strict=True):
+            command.result = reply
+    finally:
+        node.release(connection)
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    seen: BaseException | None = error
+    while seen is not None:
+        yield seen
+        seen = seen.__cause__ or seen.__context__
+
+
+@contextmanager
+def slot_map_errors() -> Iterator[None]:
+    """redis-py's RedisClusterException (untyped: a message and a chain of causes) as the
+    exporter's typed error telling the operator what to do."""
+    try:
+        yield
+    except redis.exceptions.RedisClusterException as exc:
+        causes = list(_causes(exc))
+        for cause in causes:
+            if isinstance(cause, redis.exceptions.NoPermissionError):
+                raise RedisPermissionDenied("CLUSTER SLOTS", None, str(cause)) from exc
+        for cause in causes:
+            if isinstance(cause, redis.exceptions.ResponseError) and "cluster support disabled" in str(cause):
+                raise NotACluster(str(cause)) from exc
+        for cause in causes:
+            if isinstance(cause, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError | OSError):
+                raise redis.exceptions.ConnectionError(f"no node of the URL answered: {cause}") from exc
+        if isinstance(exc, redis.exceptions.SlotNotCoveredError) or "not covered" in str(exc):
+            raise RedisUnavailable("CLUSTERDOWN", str(exc), Reason.CLUSTER_DOWN) from exc
+        for cause in causes[1:]:
+            if isinstance(cause, redis.exceptions.ResponseError):
+                raise cause from exc  # translated by the caller, as any error reply
+        raise redis.exceptions.RedisError(f"Redis Cluster: {exc}") from exc
 
 
 def _naming(node: ClusterNode, error: BaseException) -> BaseException:

@@ -1,5 +1,9 @@
 """Redis Streams access: one pipelined round trip for every known key (one per
-node on a Redis Cluster, exporter/sources/cluster_read.py).
+node on a Redis Cluster, exporter/sources/cluster_read.py), the event loop
+handed back along the way (exporter/sources/redis_exchange.py).
+
+Replies are bytes, as Redis sent them: payloads are never decoded, and the
+names the signal compares (a group in `XINFO GROUPS`) are compared as bytes.
 
 The streams and groups are known (closed registry), so there is never a KEYS
 or SCAN; a failure is not retried here: the cache's TTL is the retry. On a
@@ -13,6 +17,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
@@ -21,6 +26,7 @@ from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.cluster_read import ClusterReader, Command
 from exporter.sources.redis_clients import RedisClient, RedisClients, build_clients
 from exporter.sources.redis_errors import reply_error, translating
+from exporter.sources.redis_exchange import exchange
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
@@ -43,24 +49,44 @@ class StreamsReading:
     """The replies as Redis gave them; the streams signal checks their shape."""
 
     pending: tuple[object, ...]  # XPENDING summaries, one per (stream, group)
+    consumers: tuple[object, ...]  # XINFO CONSUMERS, one per (stream, group)
+    groups: tuple[object, ...]  # XINFO GROUPS, one per distinct stream of the pairs, in first-seen order
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
     first_entries: tuple[object, ...]  # XRANGE - + COUNT 1, one per dead-letter stream
     replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
 
 
+def streams_of(groups: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """The distinct streams of the pairs, in first-seen order (one XINFO GROUPS each)."""
+    return tuple(dict.fromkeys(stream for stream, _ in groups))
+
+
 def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> list[Command]:
-    """The commands of one reading, in the order StreamsReading takes their replies."""
+    """The commands of one reading, in the order StreamsReading takes their replies.
+    XPENDING comes first: a missing group is reported as NOGROUP, naming it."""
     commands: list[Command] = [("XPENDING", stream, group) for stream, group in groups]
+    # "XINFO CONSUMERS" as one word: redis-py then parses the reply as XINFO's.
+    commands += [("XINFO CONSUMERS", stream, group) for stream, group in groups]
+    commands += [("XINFO GROUPS", stream) for stream in streams_of(groups)]
     for stream in deadletter_streams:
         commands.append(("XLEN", stream))
         commands.append(("XRANGE", stream, "-", "+", "COUNT", "1"))
     return commands
 
 
-def reading_of(replies: Sequence[object], groups: int, replica: ReplicaLink | None) -> StreamsReading:
-    rest = replies[groups:]
+def reading_of(
+    replies: Sequence[object], groups: Sequence[tuple[str, str]], replica: ReplicaLink | None
+) -> StreamsReading:
+    pairs = len(groups)
+    streams = len(streams_of(groups))
+    rest = replies[2 * pairs + streams :]
     return StreamsReading(
-        pending=tuple(replies[:groups]), lengths=tuple(rest[0::2]), first_entries=tuple(rest[1::2]), replica=replica
+        pending=tuple(replies[:pairs]),
+        consumers=tuple(replies[pairs : 2 * pairs]),
+        groups=tuple(replies[2 * pairs : 2 * pairs + streams]),
+        lengths=tuple(rest[0::2]),
+        first_entries=tuple(rest[1::2]),
+        replica=replica,
     )
 
 
@@ -113,17 +139,19 @@ class RedisStreams:
             if self._cluster is None or self._cluster.cluster is not client:
                 self._cluster = ClusterReader(client)
             # A cluster's masters are read, never a replica: a node that is one redirects.
-            return reading_of(await self._cluster.read(commands), len(groups), None)
+            return reading_of(await self._cluster.read(commands), groups, None)
         try:
             await clients.before_read()  # behind sentinels: the master they name now
-            async with client.pipeline(transaction=False) as pipe:
-                pipe.execute_command("INFO", "replication")
-                for command in commands:
-                    pipe.execute_command(*command)
-                # Errors come back in place rather than raised: raising would first
-                # rewrite the message ("Command # 1 (...) of pipeline caused error:
-                # ..."), hiding the server's error code (NOGROUP, WRONGTYPE, MOVED, ...).
-                replies = await pipe.execute(raise_on_error=False)
+            assert isinstance(client, redis.asyncio.Redis)
+            pool = client.connection_pool
+            # Checked by the pool before it is lent (one closed by the server is replaced).
+            connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+            try:
+                # Errors come back in place rather than raised, with the server's error
+                # code (NOGROUP, WRONGTYPE, MOVED, ...) in their message.
+                replies = await exchange(connection, [("INFO", "replication"), *commands], client.parse_response)
+            finally:
+                await pool.release(connection)
         except BaseException:
             self.replica_link = None  # not read this time: the gauge is absent, not old
             raise
@@ -138,7 +166,7 @@ class RedisStreams:
         for reply, command in zip(replies[1:], commands, strict=True):
             if isinstance(reply, redis.exceptions.ResponseError):
                 raise reply_error(reply, command)
-        return reading_of(replies[1:], len(groups), link)
+        return reading_of(replies[1:], groups, link)
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
@@ -149,6 +177,8 @@ class RedisStreams:
         self._life.close()
         if self._clients is not None:
             clients, self._clients = self._clients, None
-            self._cluster = None
+            cluster, self._cluster = self._cluster, None
             async with asyncio.timeout(CLOSE_SECONDS):
+                if cluster is not None:
+                    await cluster.aclose()
                 await clients.aclose()

@@ -2,12 +2,15 @@
 one server, a master behind sentinels, or a cluster.
 
 Every client is built with the same options: the exporter's timeouts, no
-retry (the cache's TTL is the retry), RESP2, decoded replies, the exporter's
+retry (the cache's TTL is the retry), RESP2, replies as bytes (a payload is
+never decoded; the sentinels' replies, addresses and names, are text), the exporter's
 client name, and the TLS flags when the URL asks for TLS. None connects here.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +18,16 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 
-from exporter.errors import SentinelNoMaster, SentinelServiceUnknown, SentinelsRefusedCredentials, SentinelsUnreachable
+from exporter.errors import (
+    SentinelNoMaster,
+    SentinelsDisagree,
+    SentinelServiceUnknown,
+    SentinelsRefusedCredentials,
+    SentinelsUnreachable,
+)
 from exporter.sources.redis_tls import RedisTls
 from exporter.sources.redis_url import RedisKind, RedisTarget
 from exporter.timeouts import Timeouts
@@ -37,12 +46,55 @@ def connection_options(client_name: str, timeouts: Timeouts, tls: RedisTls | Non
         # skips the check that replaces a pooled connection the server has closed; a
         # Redis restart between two measurements would then fail the next one.
         "protocol": 2,
-        "decode_responses": True,
+        # Bytes: a stream's payload or a consumer's name need not be UTF-8.
+        "decode_responses": False,
         "client_name": client_name,
     }
     if tls is not None:
         options.update(ssl=True, **tls.client_options())
     return options
+
+
+def _sentinel_name(node: redis.asyncio.Redis) -> str:
+    kwargs = node.connection_pool.connection_kwargs
+    return f"sentinel {kwargs.get('host')}:{kwargs.get('port')}"
+
+
+class AgreeingSentinel(Sentinel):
+    """Sentinels asked all at once, whose master is the one a strict majority of
+    those that answer name: a sentinel frozen or down casts no vote, a sentinel
+    naming another server under the same service name (misconfigured, or the
+    minority side of a partition) is outvoted, and two masters named with
+    neither by a majority is SentinelsDisagree, naming each sentinel's answer.
+    A sentinel that sees the master down votes for no master; one master named,
+    but not by a majority, is no master found (a failover in progress)."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        replies = await asyncio.gather(*(node.sentinel_masters() for node in self.sentinels), return_exceptions=True)
+        votes: list[tuple[str, tuple[str, int] | None]] = []
+        unanswered: list[str] = []
+        for node, reply in zip(self.sentinels, replies, strict=True):
+            if isinstance(reply, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+                unanswered.append(f"{_sentinel_name(node)}: {reply!r}")
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            state = reply.get(service_name) if isinstance(reply, dict) else None
+            if state is None:
+                continue  # it does not monitor the service: no vote
+            up = self.check_master_state(state, service_name)
+            votes.append((_sentinel_name(node), (str(state["ip"]), int(state["port"])) if up else None))
+        named = Counter(address for _, address in votes if address is not None)
+        for address, count in named.items():
+            if 2 * count > len(votes):
+                return address
+        if len(named) > 1:
+            raise SentinelsDisagree(
+                service_name,
+                [(where, f"{address[0]}:{address[1]}" if address else "no master up") for where, address in votes],
+            )
+        errors = f": {', '.join(unanswered)}" if unanswered else ""
+        raise MasterNotFoundError(f"No master named by a majority of the sentinels for {service_name!r}{errors}")
 
 
 @dataclass
@@ -152,10 +204,11 @@ def build_clients(target: RedisTarget, tls: RedisTls, client_name: str, timeouts
             **options,
             "socket_timeout": timeouts.per_sentinel(len(target.nodes)),
             "socket_connect_timeout": timeouts.per_sentinel(len(target.nodes)),
+            "decode_responses": True,  # a sentinel answers with addresses and service names
             "username": target.sentinel_username,
             "password": target.sentinel_password,
         }
-        sentinel = Sentinel(list(target.nodes), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+        sentinel = AgreeingSentinel(list(target.nodes), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
         master = sentinel.master_for(target.service_name, db=target.db, **credentials, **options)
         return RedisClients(master, SentinelClients(sentinel, target.service_name, master))
     if target.kind is RedisKind.CLUSTER:

@@ -42,12 +42,15 @@ def translated(
     return exc
 
 
+GROUP_COMMANDS = frozenset({"XPENDING", "XINFO CONSUMERS"})  # name, stream, group
+
+
 def reply_error(reply: BaseException, command: Sequence[str]) -> BaseException:
     """The typed error for the refusal of `command` (name, key, arguments), a reply read
     in place in a pipeline; the reply itself when the exporter has nothing to add."""
     name = command[0]
     key = command[1] if len(command) > 1 else None
-    group = command[2] if name == "XPENDING" and len(command) > 2 else None
+    group = command[2] if name in GROUP_COMMANDS and len(command) > 2 else None
     typed = translated(reply, name, key, group)
     if typed is not reply:
         typed.__cause__ = reply

@@ -80,21 +80,33 @@ HINTS: dict[Reason, str] = {
     " they monitor)",
     Reason.REDIS_ERROR: "Redis refused a command: see the error code in the detail (WRONGTYPE: check the key's"
     " type with TYPE <key>)",
+    Reason.NOT_A_CLUSTER: "the redis+cluster:// URL names a server without cluster mode (cluster-enabled no):"
+    " use redis://HOST:PORT for one server, redis+sentinel://SENTINEL/SERVICE behind sentinels",
+    Reason.SENTINELS_DISAGREE: "the sentinels name different masters for the service and no master is named by"
+    " a majority of those that answered (the detail lists each sentinel's answer): SENTINEL MASTERS on each;"
+    " a sentinel monitoring another server under the same name needs SENTINEL REMOVE / SENTINEL MONITOR",
+    Reason.REDIS_TOO_OLD: "the streams signal counts undelivered entries with XINFO GROUPS lag, which Redis 7.0"
+    " added: upgrade the server (INFO server shows redis_version)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
 }
 
 # The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
-    " -@all +xpending +xlen +xrange +info +client|setname"
+    " -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname"
 )
+# What a Redis Cluster's nodes also allow the same user: the slot map, and reading a
+# key whose slot is being migrated on the node importing it.
+REDIS_CLUSTER_RIGHTS = "+cluster|slots +asking"
 
 # Where the same reason means something else on Redis.
 REDIS_HINTS: dict[Reason, str] = {
     Reason.TIMEOUT: "Redis did not answer within --deadline: look at SLOWLOG GET and the latency"
     " (LATENCY DOCTOR), or raise the deadline (below the TTL)",
     Reason.PERMISSION_DENIED: "the Redis ACL user may not run a command, or not on a key, that the exporter reads"
-    f" (the detail names both): {REDIS_ACL}; ACL LOG on the server lists the denials",
+    f" (the detail names both): {REDIS_ACL} (on every node of a Redis Cluster, with {REDIS_CLUSTER_RIGHTS};"
+    " on sentinels with ACL users of their own: +sentinel|masters +client|setname);"
+    " ACL LOG on the server lists the denials",
     Reason.AUTHENTICATION_FAILED: "Redis refused the password (or ACL user): check redis://user:password@host"
     f" in {REDIS_URL} (or its file) against the server's requirepass or ACL; sentinels with a password of their"
     " own take it as ?sentinel_username=...&sentinel_password=... in the redis+sentinel:// URL",

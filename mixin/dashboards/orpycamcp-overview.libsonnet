@@ -358,6 +358,35 @@ function(c)
         height=8,
       ),
 
+      g.row('Stream consumers', 51),
+      g.timeseries(
+        52,
+        'Undelivered entries',
+        'Entries of the stream not yet delivered to each consumer group (orpycamcp_stream_undelivered_entries, XINFO GROUPS lag, max over the replicas of each cluster). Not pending anywhere: a group whose consumers died shows pending 0 while this grows. No line: Redis cannot count them (entries deleted past the group\'s last delivered ID) or streams unmeasured; unknown, not zero.',
+        'short',
+        [q(perCluster('orpycamcp_stream_undelivered_entries', ['stream', 'group']), '%(cluster)s {{stream}} / {{group}}')],
+      ),
+      g.timeseries(
+        53,
+        'Consumers per group',
+        'Consumers each consumer group knows, alive or dead (orpycamcp_stream_consumers, max over the replicas of each cluster). Gaps: streams unmeasured, unknown, not zero.',
+        'short',
+        [q(perCluster('orpycamcp_stream_consumers', ['stream', 'group']), '%(cluster)s {{stream}} / {{group}}')],
+        width=6,
+      ),
+      g.stat(
+        55,
+        'Consumer last seen',
+        'Seconds since the most recently seen consumer of each group was last seen by Redis (orpycamcp_stream_consumer_idle_seconds). With undelivered entries, above %s fires OrpycamcpStreamNotConsumed. Unknown: no consumer, or streams unmeasured.' % c.streamNotConsumedIdle,
+        's',
+        [q(perCluster('orpycamcp_stream_consumer_idle_seconds', ['stream', 'group']), '%(cluster)s {{stream}} / {{group}}')],
+        noValue='unknown',
+        mappings=[g.unknown],
+        thresholds=[['green', null], ['red', seconds(c.streamNotConsumedIdle)]],
+        width=6,
+        height=8,
+      ),
+
       g.row('Declared backlogs', 48),
       g.stat(
         25,

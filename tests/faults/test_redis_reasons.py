@@ -113,7 +113,7 @@ async def test_the_documented_acl_user_reads_exactly(server: LocalRedis, admin: 
     finally:
         await source.close()
     # Exactly: the same user without any one of its command rights is refused.
-    for command in ("xpending", "xlen", "xrange", "info", "client|setname"):
+    for command in ("xpending", "xinfo|groups", "xinfo|consumers", "xlen", "xrange", "info", "client|setname"):
         await set_user(admin, "narrower", REDIS_ACL.removeprefix(prefix).replace(f"+{command}", ""))
         narrower = streams_source(acl_url(server, "narrower"))
         try:
@@ -123,7 +123,11 @@ async def test_the_documented_acl_user_reads_exactly(server: LocalRedis, admin: 
 
 
 async def test_a_user_lacking_a_command_is_denied_naming_it_and_the_key(server: LocalRedis, admin: Redis) -> None:
-    await set_user(admin, "noxpending", "resetkeys %R~orpycamcp.* -@all +xlen +xrange +info +client|setname")
+    await set_user(
+        admin,
+        "noxpending",
+        "resetkeys %R~orpycamcp.* -@all +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname",
+    )
     url = acl_url(server, "noxpending")
     failure = await failure_reading(url)
     stream, _group = STREAM_GROUPS[0]
@@ -137,7 +141,10 @@ async def test_a_user_lacking_a_command_is_denied_naming_it_and_the_key(server: 
 async def test_a_user_lacking_a_key_is_denied_naming_the_key(server: LocalRedis, admin: Redis) -> None:
     # Every key the exporter reads but the dead-letter streams.
     await set_user(
-        admin, "nodeadletters", "resetkeys %R~orpycamcp.*.events -@all +xpending +xlen +xrange +info +client|setname"
+        admin,
+        "nodeadletters",
+        "resetkeys %R~orpycamcp.*.events -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info"
+        " +client|setname",
     )
     failure = await failure_reading(acl_url(server, "nodeadletters"))
     assert failure.reason is Reason.PERMISSION_DENIED

@@ -195,3 +195,75 @@ async def test_over_tls_the_sentinels_and_the_master_are_verified(tmp_path_facto
             await untrusted.close()
     finally:
         deployment.remove()
+
+
+@pytest.fixture
+def impostor() -> Iterator[SentinelDeployment]:
+    """Another master with a sentinel of its own, monitoring it under the same service name."""
+    started = start_sentinel_deployment(PASSWORD, SENTINEL_PASSWORD, sentinels=1)
+    yield started
+    started.remove()
+
+
+def url_of(*sentinels: int) -> str:
+    hosts = ",".join(f"127.0.0.1:{port}" for port in sentinels)
+    return f"redis+sentinel://:{PASSWORD}@{hosts}/{SERVICE}?sentinel_password={SENTINEL_PASSWORD}"
+
+
+async def test_a_sentinel_naming_another_master_is_outvoted_or_a_disagreement(
+    deployment: SentinelDeployment, impostor: SentinelDeployment
+) -> None:
+    for server, round_ in ((deployment.master, 2), (impostor.master, 7)):
+        client = plain_client(server.port)
+        await write_backlog(client, round_)
+        await client.aclose()
+    expected = await values_at(deployment.master.port)
+    assert expected != await values_at(impostor.master.port)
+    wrong = impostor.sentinels[0].port
+    right = [sentinel.port for sentinel in deployment.sentinels]
+
+    # Listed first, outvoted by the three others; and by two while the third is frozen.
+    source = streams_source(url_of(wrong, *right))
+    try:
+        assert counts_of(await measure_streams(source)) == expected
+        deployment.sentinels[2].pause()
+        try:
+            assert counts_of(await measure_streams(source)) == expected
+        finally:
+            deployment.sentinels[2].resume()
+    finally:
+        await source.close()
+
+    # One against one: no majority, nothing read, each sentinel's answer named.
+    failure = await failure_reading(url_of(wrong, right[0]))
+    assert failure.reason is Reason.SENTINELS_DISAGREE
+    assert f"sentinel 127.0.0.1:{wrong} names 127.0.0.1:{impostor.master.port}" in failure.detail
+    assert f"sentinel 127.0.0.1:{right[0]} names 127.0.0.1:{deployment.master.port}" in failure.detail
+    assert "SENTINEL MASTERS" in hint(failure.reason, Source.REDIS)
+
+
+SENTINEL_RIGHTS = "+sentinel|masters +client|setname"  # docs/connecting.md, Commands and permissions
+
+
+async def test_the_documented_sentinel_acl_is_enough_and_each_right_is_needed(deployment: SentinelDeployment) -> None:
+    def set_watcher(rules: str) -> None:
+        for index in range(len(deployment.sentinels)):
+            with deployment.sentinel_client(index) as client:
+                client.execute_command("ACL", "SETUSER", "watcher", "reset", "on", ">watch-acl-Pw2", *rules.split())
+
+    master = plain_client(deployment.master.port)
+    await write_backlog(master, 2)
+    await master.aclose()
+    expected = await values_at(deployment.master.port)
+    hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in deployment.sentinels)
+    url = f"redis+sentinel://:{PASSWORD}@{hosts}/{SERVICE}?sentinel_username=watcher&sentinel_password=watch-acl-Pw2"
+    set_watcher(SENTINEL_RIGHTS)
+    source = streams_source(url)
+    try:
+        assert counts_of(await measure_streams(source)) == expected
+    finally:
+        await source.close()
+    for right in SENTINEL_RIGHTS.split():
+        set_watcher(SENTINEL_RIGHTS.replace(right, ""))
+        failure = await failure_reading(url)
+        assert failure.reason is Reason.PERMISSION_DENIED, (right, failure)

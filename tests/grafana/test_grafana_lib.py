@@ -104,11 +104,11 @@ def test_the_documented_row_is_a_few_lines_that_render(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     (dashboard,) = json.loads(result.stdout).values()
     titles = [panel["title"] for panel in dashboard["panels"]]
-    added = titles.index("Stream consumers")
+    added = titles.index("Consumer groups at a glance")
     assert titles[added : added + 4] == [
-        "Stream consumers",
-        "Consumers per group",
-        "Idlest consumer",
+        "Consumer groups at a glance",
+        "Consumers known per group",
+        "Idlest group",
         "Backlog $backlog: items per state and arrivals",
     ]
     before, row, first, second = dashboard["panels"][added - 1 : added + 3]

@@ -133,7 +133,9 @@ async def test_every_declared_key_is_read_in_the_one_measurement(
     calls = {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in stats.items()}
     assert calls["xpending"] == len(STREAM_GROUPS) + len(DECLARED_GROUPS) == 7
     assert calls["xlen"] == calls["xrange"] == len(DEADLETTER_STREAMS) + 2 == 5
-    for command in ("keys", "scan", "type", "xinfo|stream", "xinfo|groups"):
+    assert calls["xinfo|consumers"] == calls["xpending"]
+    assert calls["xinfo|groups"] == len({stream for stream, _ in STREAM_GROUPS + DECLARED_GROUPS}) == 3
+    for command in ("keys", "scan", "type", "xinfo|stream"):
         assert command not in calls
 
 

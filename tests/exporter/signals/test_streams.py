@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis, start_redis
 from devkit.streams import create_stream_groups
-from exporter.errors import ConfigError, ContractViolation
+from exporter.errors import ConfigError, ContractViolation, RedisTooOld
 from exporter.outcomes import classify
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
@@ -33,6 +33,9 @@ NOTIFICATION_DL = "orpycamcp.notification.deadletter"
 PENDING = "orpycamcp_stream_pending_messages"
 OLDEST_PENDING = "orpycamcp_stream_oldest_pending_timestamp_seconds"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
+UNDELIVERED = "orpycamcp_stream_undelivered_entries"
+CONSUMERS = "orpycamcp_stream_consumers"
+CONSUMER_IDLE = "orpycamcp_stream_consumer_idle_seconds"
 DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
 
@@ -187,6 +190,96 @@ async def test_pending_lists_and_dead_letters_follow_the_ids_written(redis: Loca
     assert page.get("orpycamcp_signal_last_success_timestamp_seconds", signal="streams") is not None
 
 
+async def test_a_group_whose_consumers_died_shows_entries_waiting_and_nobody_reading(
+    redis: LocalRedis, db: Redis
+) -> None:
+    await create_stream_groups(db)
+    for index in range(1000):
+        await db.xadd(DOCUMENTS, {"n": str(index)})
+    # signature-service: one consumer read 10, acknowledged none, and died.
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=10)
+    # notification-service: reads everything and acknowledges it, alive.
+    read = await db.xreadgroup("notification-service", "notif-1", {DOCUMENTS: ">"})
+    await db.xack(DOCUMENTS, "notification-service", *delivered_ids(read))
+    # workflow-service: no consumer ever joined.
+    await asyncio.sleep(1.2)
+    await db.xadd(DOCUMENTS, {"n": "1000"})
+    read = await db.xreadgroup("notification-service", "notif-1", {DOCUMENTS: ">"})  # alive: gets it at once
+    await db.xack(DOCUMENTS, "notification-service", *delivered_ids(read))
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    after = {c["name"]: c["idle"] / 1000 for c in await db.xinfo_consumers(DOCUMENTS, "signature-service")}
+
+    assert page.measured("streams") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 991
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 10
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+    idle = page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="signature-service")
+    assert idle is not None
+    assert 1.2 <= idle <= after["sig-1"]
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="workflow-service") == 1001
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="workflow-service") == 0
+    assert page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="workflow-service") is None  # nobody: absent
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="notification-service") == 0
+    print("\n" + "\n".join(line for line in page.raw.decode().splitlines() if DOCUMENTS in line))
+    alive = page.get(CONSUMER_IDLE, stream=DOCUMENTS, group="notification-service")
+    assert alive is not None
+    assert alive < 1.2
+    assert page.get(UNDELIVERED, stream=WORKFLOWS, group="notification-service") == 0  # an empty stream
+
+
+async def test_undelivered_entries_redis_cannot_count_are_absent_and_the_rest_measured(
+    redis: LocalRedis, db: Redis
+) -> None:
+    await create_stream_groups(db)
+    ids = [await db.xadd(DOCUMENTS, {"n": str(index)}) for index in range(5)]
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"}, count=2)
+    await db.xdel(DOCUMENTS, ids[3])  # after the group's last delivered ID: Redis cannot count what is left
+    (info,) = [g for g in await db.xinfo_groups(DOCUMENTS) if g["name"] == "signature-service"]
+    assert info["lag"] is None
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.measured("streams") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") is None
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 2
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+
+    await db.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})  # read past the gap: counted again
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 0
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 4
+
+
+async def test_binary_payloads_and_names_are_measured_exactly(redis: LocalRedis, db: Redis) -> None:
+    """msgpack field values, a field and a consumer named with bytes that are not UTF-8,
+    a group of the same stream with such a name: nothing is decoded, nothing fails."""
+    await create_stream_groups(db)
+    raw = Redis.from_url(redis.url)  # bytes, as a msgpack or protobuf producer writes them
+    try:
+        field, value = b"\x82\xa4\xff\xfe", b"\x82\xa4type\xa6signed\xa2id\xcd\x04\xd2\xff\xfe\x00"
+        for key, entry_id in (
+            (SIGNATURE_DL, "1764600000000-1"),
+            (SIGNATURE_DL, "1764600000500-0"),
+            (DOCUMENTS, "1764680000000-0"),
+        ):
+            await raw.execute_command("XADD", key, entry_id, field, value)  # type: ignore[no-untyped-call]
+        await raw.execute_command("XGROUP", "CREATE", DOCUMENTS, b"\xc3\x28-legacy", "0")  # type: ignore[no-untyped-call]
+        for group, consumer in (("signature-service", b"\xff\xfe-worker"), (b"\xc3\x28-legacy", b"\xc0\xaf")):
+            await raw.execute_command("XREADGROUP", "GROUP", group, consumer, "STREAMS", DOCUMENTS, ">")  # type: ignore[no-untyped-call]
+    finally:
+        await raw.aclose()
+
+    page = await scrape_once(None, redis.url, signals="streams")
+    assert page.measured("streams") == 1
+    assert page.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
+    assert page.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
+    assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
+    assert page.get(OLDEST_PENDING, stream=DOCUMENTS, group="signature-service") == 1764680000.0
+    assert page.get(CONSUMERS, stream=DOCUMENTS, group="signature-service") == 1
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="signature-service") == 0
+    assert page.get(UNDELIVERED, stream=DOCUMENTS, group="workflow-service") == 1
+
+
 async def test_the_oldest_pending_is_the_smallest_id_whoever_holds_it(redis: LocalRedis, db: Redis) -> None:
     await create_stream_groups(db)
     for entry_id in ("1764680000100-0", "1764680000200-0", "1764680000300-0"):
@@ -258,11 +351,14 @@ async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, d
     assert calls["xpending"] == len(STREAM_GROUPS) == 4
     assert calls["xlen"] == len(DEADLETTER_STREAMS) == 3
     assert calls["xrange"] == len(DEADLETTER_STREAMS) == 3
-    for command in ("keys", "scan", "type", "exists", "xinfo|stream", "xinfo|groups"):
+    assert calls["xinfo|consumers"] == len(STREAM_GROUPS)
+    assert calls["xinfo|groups"] == len({stream for stream, _ in STREAM_GROUPS}) == 2  # one per stream
+    for command in ("keys", "scan", "type", "exists", "xinfo|stream"):
         assert command not in calls
     # Besides the reads: the connection handshake, and this test's own CONFIG RESETSTAT and INFO.
     handshake = {"hello", "client|setname", "client|setinfo"}
-    assert set(calls) - {"xpending", "xlen", "xrange", "config|resetstat", "info"} <= handshake
+    reads = {"xpending", "xinfo|consumers", "xinfo|groups", "xlen", "xrange", "config|resetstat", "info"}
+    assert set(calls) - reads <= handshake
 
 
 # --- Failures ---------------------------------------------------------------------------------------------------
@@ -475,13 +571,13 @@ async def test_without_redis_the_signal_is_not_enabled(platform: Platform) -> No
 @pytest.mark.parametrize(
     ("entry_id", "seconds"),
     [
-        ("1764680000000-0", 1764680000.0),
-        ("1764680000500-42", 1764680000.5),
-        ("1764680000123-18446744073709551615", 1764680000.123),
-        ("0-1", 0.0),
+        (b"1764680000000-0", 1764680000.0),
+        (b"1764680000500-42", 1764680000.5),
+        (b"1764680000123-18446744073709551615", 1764680000.123),
+        (b"0-1", 0.0),
     ],
 )
-async def test_entry_time_is_the_millisecond_part(entry_id: str, seconds: float) -> None:
+async def test_entry_time_is_the_millisecond_part(entry_id: bytes, seconds: float) -> None:
     assert entry_time("XRANGE s", entry_id) == seconds
 
 
@@ -490,33 +586,33 @@ async def test_an_entry_id_in_the_future_is_a_contract_violation(ahead: float) -
     # An ID given explicitly to XADD can carry any time; an age computed from it would be negative.
     milliseconds = min(int((time.time() + ahead) * 1000), 18446744073709551615)
     with pytest.raises(ContractViolation, match="in the future") as raised:
-        entry_time("XRANGE s", f"{milliseconds}-0")
+        entry_time("XRANGE s", f"{milliseconds}-0".encode())
     assert classify(raised.value, 1.0).reason == "contract_violation"
 
 
 async def test_an_entry_id_within_the_clock_skew_tolerance_is_kept() -> None:
     milliseconds = int((time.time() + FUTURE_TOLERANCE_SECONDS - 60) * 1000)
-    assert entry_time("XRANGE s", f"{milliseconds}-0") == milliseconds / 1000
+    assert entry_time("XRANGE s", f"{milliseconds}-0".encode()) == milliseconds / 1000
 
 
 @pytest.mark.parametrize(
     "entry_id",
     [
         None,
-        "",
-        "1764680000000",
-        "1764680000000-",
-        "-0",
-        "1764680000000-0-0",
-        "1764680000000-0\n",
-        " 1764680000000-0",
-        "1764680000000-x",
-        "-1764680000000-0",
-        "1.5-0",
-        "18446744073709551616-0",
-        "0-18446744073709551616",
-        "١٢٣-0",
-        b"1764680000000-0",
+        b"",
+        b"1764680000000",
+        b"1764680000000-",
+        b"-0",
+        b"1764680000000-0-0",
+        b"1764680000000-0\n",
+        b" 1764680000000-0",
+        b"1764680000000-x",
+        b"-1764680000000-0",
+        b"1.5-0",
+        b"18446744073709551616-0",
+        b"0-18446744073709551616",
+        "١٢٣-0".encode(),
+        "1764680000000-0",  # text, not the bytes Redis sends
         1764680000000,
         ["1764680000000-0"],
     ],
@@ -533,15 +629,15 @@ async def test_entry_time_rejects_what_is_not_an_entry_id(entry_id: object) -> N
     "summary",
     [
         None,
-        [3, "1-0", "2-0", []],
+        [3, b"1-0", b"2-0", []],
         {},
-        {"pending": None, "min": "1-0"},
-        {"pending": "3", "min": "1-0"},
-        {"pending": True, "min": "1-0"},
+        {"pending": None, "min": b"1-0"},
+        {"pending": "3", "min": b"1-0"},
+        {"pending": True, "min": b"1-0"},
         {"pending": -1, "min": None},
         {"pending": 2, "min": None},
         {"pending": 2},
-        {"pending": 2, "min": "not-an-id"},
+        {"pending": 2, "min": b"not-an-id"},
     ],
 )
 async def test_a_malformed_pending_summary_is_a_contract_violation(summary: object) -> None:
@@ -552,38 +648,56 @@ async def test_a_malformed_pending_summary_is_a_contract_violation(summary: obje
 
 async def test_pending_summaries_parse() -> None:
     assert pending_summary("w", {"pending": 0, "min": None, "max": None, "consumers": []}) == (0, None)
-    summary = {"pending": 3, "min": "1764680000250-0", "max": "1764680009000-0", "consumers": []}
+    summary = {"pending": 3, "min": b"1764680000250-0", "max": b"1764680009000-0", "consumers": []}
     assert pending_summary("w", summary) == (3, 1764680000.25)
 
 
-@pytest.mark.parametrize("entries", [None, "1-0", [], [None], [()], [("bad", {})], 5])
+@pytest.mark.parametrize("entries", [None, b"1-0", [], [None], [()], [(b"bad", {})], 5])
 async def test_a_malformed_first_entry_is_a_contract_violation(entries: object) -> None:
     with pytest.raises(ContractViolation):
         first_entry_time("XRANGE s", entries)
 
 
+SOURCE_STREAMS = tuple(dict.fromkeys(stream for stream, _ in STREAM_GROUPS))
+
+
+def groups_reply(stream: str, lag: object = 0) -> list[dict[str, object]]:
+    """An XINFO GROUPS reply as redis-py parses it: field names text, values bytes or integers."""
+    return [
+        {"name": group.encode(), "consumers": 0, "pending": 0, "last-delivered-id": b"0-0", "lag": lag}
+        for named, group in STREAM_GROUPS
+        if named == stream
+    ]
+
+
 def reading(**replace: tuple[object, ...]) -> StreamsReading:
     fields: dict[str, tuple[object, ...]] = {
         "pending": tuple({"pending": 0, "min": None} for _ in STREAM_GROUPS),
+        "consumers": tuple([] for _ in STREAM_GROUPS),
+        "groups": tuple(groups_reply(stream) for stream in SOURCE_STREAMS),
         "lengths": tuple(0 for _ in DEADLETTER_STREAMS),
         "first_entries": tuple([] for _ in DEADLETTER_STREAMS),
     }
     fields.update(replace)
-    return StreamsReading(fields["pending"], fields["lengths"], fields["first_entries"])
+    return StreamsReading(
+        fields["pending"], fields["consumers"], fields["groups"], fields["lengths"], fields["first_entries"]
+    )
 
 
 async def test_samples_of_a_well_formed_reading() -> None:
     samples = samples_of(
         reading(
-            pending=({"pending": 1, "min": "1764680000000-0"}, *({"pending": 0, "min": None},) * 3),
+            pending=({"pending": 1, "min": b"1764680000000-0"}, *({"pending": 0, "min": None},) * 3),
             lengths=(2, 0, 0),
-            first_entries=([("1764600000000-1", {"e": "x"})], [], []),
+            first_entries=([(b"1764600000000-1", {"e": "x"})], [], []),
         )
     )
     assert {(sample.family, sample.labels, sample.value) for sample in samples} == {
         (PENDING, STREAM_GROUPS[0], 1),
         (OLDEST_PENDING, STREAM_GROUPS[0], 1764680000.0),
         *((PENDING, group, 0) for group in STREAM_GROUPS[1:]),
+        *((UNDELIVERED, group, 0) for group in STREAM_GROUPS),
+        *((CONSUMERS, group, 0) for group in STREAM_GROUPS),
         (DL_ENTRIES, (DEADLETTER_STREAMS[0],), 2),
         (DL_OLDEST, (DEADLETTER_STREAMS[0],), 1764600000.0),
         *((DL_ENTRIES, (stream,), 0) for stream in DEADLETTER_STREAMS[1:]),
@@ -593,17 +707,58 @@ async def test_samples_of_a_well_formed_reading() -> None:
 @pytest.mark.parametrize(
     "replace",
     [
-        {"pending": ({"pending": 1, "min": "1764680000000"}, *({"pending": 0, "min": None},) * 3)},
+        {"pending": ({"pending": 1, "min": b"1764680000000"}, *({"pending": 0, "min": None},) * 3)},
         {"pending": ("garbage", *({"pending": 0, "min": None},) * 3)},
         {"lengths": (None, 0, 0)},
         {"lengths": (-1, 0, 0)},
         {"lengths": (1, 0, 0)},  # one entry, but no first entry
-        {"lengths": (1, 0, 0), "first_entries": ([("1764600000000", {})], [], [])},
+        {"lengths": (1, 0, 0), "first_entries": ([(b"1764600000000", {})], [], [])},
+        {"groups": ([], *(groups_reply(stream) for stream in SOURCE_STREAMS[1:]))},  # a group not listed
+        {"groups": (groups_reply(SOURCE_STREAMS[0], lag=-1), *(groups_reply(s) for s in SOURCE_STREAMS[1:]))},
+        {"groups": ("garbage", *(groups_reply(stream) for stream in SOURCE_STREAMS[1:]))},
+        {"consumers": ([{"name": b"c", "idle": None}], *([] for _ in STREAM_GROUPS[1:]))},
+        {"consumers": (b"garbage", *([] for _ in STREAM_GROUPS[1:]))},
     ],
 )
 async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
     with pytest.raises(ContractViolation):
         samples_of(reading(**replace))
+
+
+async def test_undelivered_and_consumers_parse_from_the_xinfo_replies() -> None:
+    consumers = [
+        {"name": b"\xff\xfe-dead", "pending": 3, "idle": 90_000, "inactive": 90_000},
+        {"name": b"alive", "pending": 0, "idle": 1_500, "inactive": 600_000},
+    ]
+    samples = samples_of(
+        reading(
+            groups=(groups_reply(SOURCE_STREAMS[0], lag=1000), *(groups_reply(s) for s in SOURCE_STREAMS[1:])),
+            consumers=(consumers, *([] for _ in STREAM_GROUPS[1:])),
+        )
+    )
+    values = {(sample.family, sample.labels): sample.value for sample in samples}
+    assert values[(UNDELIVERED, STREAM_GROUPS[0])] == 1000
+    assert values[(CONSUMERS, STREAM_GROUPS[0])] == 2
+    assert values[(CONSUMER_IDLE, STREAM_GROUPS[0])] == 1.5  # the most recently seen consumer
+    assert (CONSUMER_IDLE, STREAM_GROUPS[1]) not in values  # no consumer: absent, not 0
+
+
+async def test_a_lag_redis_cannot_count_leaves_only_that_series_absent() -> None:
+    samples = samples_of(
+        reading(groups=(groups_reply(SOURCE_STREAMS[0], lag=None), *(groups_reply(s) for s in SOURCE_STREAMS[1:])))
+    )
+    values = {(sample.family, sample.labels): sample.value for sample in samples}
+    first_stream = {pair for pair in STREAM_GROUPS if pair[0] == SOURCE_STREAMS[0]}
+    assert {labels for family, labels in values if family == UNDELIVERED} == set(STREAM_GROUPS) - first_stream
+    assert all(values[(PENDING, pair)] == 0 for pair in STREAM_GROUPS)
+
+
+async def test_a_server_without_lag_is_redis_too_old() -> None:
+    old = [{key: value for key, value in group.items() if key != "lag"} for group in groups_reply(SOURCE_STREAMS[0])]
+    with pytest.raises(RedisTooOld) as raised:
+        samples_of(reading(groups=(old, *(groups_reply(s) for s in SOURCE_STREAMS[1:]))))
+    assert classify(raised.value, 1.0).reason == "redis_too_old"
+    assert "7.0" in str(raised.value)
 
 
 async def test_a_wrong_redis_password_is_authentication_failed(caplog: pytest.LogCaptureFixture) -> None:

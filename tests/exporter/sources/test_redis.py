@@ -53,7 +53,7 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
         assert proxy.connections == 1  # the connection is kept between measurements
         assert len(reading.pending) == len(STREAM_GROUPS)
         assert reading.lengths == (1, 0, 0)
-        assert reading.first_entries[0] == [("1764600000000-0", {"event": "failed"})]
+        assert reading.first_entries[0] == [(b"1764600000000-0", {b"event": b"failed"})]  # bytes, as Redis sent them
         assert reading.first_entries[1:] == ([], [])
     finally:
         await streams.close()

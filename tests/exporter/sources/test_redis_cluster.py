@@ -82,7 +82,11 @@ def independent_values(cluster: LocalCluster) -> Values:
     for stream, group in STREAM_GROUPS:
         with owner_client(cluster, stream) as client:
             summary = client.execute_command("XPENDING", stream, group)
+            (info,) = (group_info for group_info in client.xinfo_groups(stream) if group_info["name"] == group)
+            consumers = client.xinfo_consumers(stream, group)
         values[("orpycamcp_stream_pending_messages", (stream, group))] = summary["pending"]
+        values[("orpycamcp_stream_undelivered_entries", (stream, group))] = info["lag"]
+        values[("orpycamcp_stream_consumers", (stream, group))] = len(consumers)
         if summary["pending"]:
             oldest_ms = int(summary["min"].split("-")[0])
             values[("orpycamcp_stream_oldest_pending_timestamp_seconds", (stream, group))] = oldest_ms / 1000
@@ -99,7 +103,7 @@ def independent_values(cluster: LocalCluster) -> Values:
 def cluster_client(cluster: LocalCluster) -> RedisCluster:
     return RedisCluster(
         startup_nodes=[ClusterNode("127.0.0.1", port) for port in cluster.ports],
-        decode_responses=True,
+        decode_responses=False,  # as the exporter's own: replies are bytes
         protocol=2,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=TIMEOUTS.deadline,
@@ -123,9 +127,12 @@ async def measured(source: RedisStreams) -> Outcome:
     return await measure(streams.SIGNAL, Sources(redis=source), TIMEOUTS, BUILTIN)
 
 
+TIME_VARYING = "orpycamcp_stream_consumer_idle_seconds"  # grows between two readings
+
+
 def values_of(outcome: Outcome) -> Values:
     assert outcome.samples is not None, outcome.failure
-    return {(sample.family, sample.labels): sample.value for sample in outcome.samples}
+    return {(sample.family, sample.labels): sample.value for sample in outcome.samples if sample.family != TIME_VARYING}
 
 
 def reason_of(outcome: Outcome) -> Reason | None:
