@@ -137,6 +137,24 @@ local lib = import 'lib.libsonnet';
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
           ),
+          // The bus is one, but each cluster's exporters reach it on their own
+          // road (network policy, URL, credentials, ACL): a cluster that cannot
+          // read it while another does leaves the bus values to the others alone.
+          // Only while some cluster reads it: OrpycamcpSignalUnmeasured covers none,
+          // and takes over when the last reader stops (this alert keeps firing
+          // its `for` meanwhile, so the hand-over sends no false "resolved").
+          alert(
+            'OrpycamcpStreamsUnreadableFromCluster', 'warning', 'unmeasured',
+            |||
+              max by (%(k)s, %(cl)s, signal) (orpycamcp:signal_measured:max{signal="streams"}) == 0
+              and on (%(k)s) (
+                max by (%(k)s) (orpycamcp:signal_measured:max{signal="streams"}) == 1
+              )
+            ||| % { k: k, cl: cl },
+            'The exporters of one cluster cannot read the Redis streams that another cluster reads.',
+            'No exporter of job {{ $labels.job }}%s has measured the streams for %s, while exporters of another cluster do: the bus values now come from those alone, and if they stop, the streams become unknown. Reason now: %s.' % [lib.withCluster(c, ', cluster '), lib.words(c.streamsUnreadableFromClusterFor), failureReasons],
+            forDuration=c.streamsUnreadableFromClusterFor,
+          ) + { keep_firing_for: c.signalUnmeasuredFor },
           alert(
             'OrpycamcpSignalStale', 'critical', 'stale',
             |||

@@ -41,6 +41,9 @@
     exporterReplicaDownFor: '10m',
     exporterNoSignalsFor: '5m',
     signalUnmeasuredFor: '5m',
+    // Every exporter of one cluster unable to read the streams while another
+    // cluster's read them, this long: OrpycamcpStreamsUnreadableFromCluster.
+    streamsUnreadableFromClusterFor: '15m',
     signalStaleAge: '30m',
     signalStaleFor: '5m',
     databaseReplayLagAge: '5m',

@@ -502,6 +502,14 @@ def test_unmeasured_does_not_inhibit_health_alerts() -> None:
 
 # Never inhibited: they say what the platform totals miss.
 NEVER_INHIBITED_ROLES = ("exporter_down", "total_unknown", "database")
+CLUSTER = "orpycamcp_cluster"
+
+
+def same_cluster(source: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str]:
+    """`source` as it fires for the target's cluster (OrpycamcpExporterDown fires per cluster)."""
+    if source["alertname"] == "OrpycamcpExporterDown" and CLUSTER in target:
+        return {**source, CLUSTER: target[CLUSTER]}
+    return dict(source)
 
 
 def test_exporter_down_inhibits_every_other_alert_but_the_totals() -> None:
@@ -512,11 +520,11 @@ def test_exporter_down_inhibits_every_other_alert_but_the_totals() -> None:
         for target in alerts.values():
             expected = role_of(target) not in NEVER_INHIBITED_ROLES
             pair = (source["alertname"], target["alertname"])
-            assert inhibited(target, by=source) is expected, pair
+            assert inhibited(target, by=same_cluster(source, target)) is expected, pair
             # Also for every signal of a health alert that carries one.
             if "signal" in target and role_of(target) not in ("value", *NEVER_INHIBITED_ROLES):
                 for signal in SIGNALS:
-                    assert inhibited({**target, "signal": signal}, by=source)
+                    assert inhibited({**target, "signal": signal}, by=same_cluster(source, target))
         other_job = {**source, "job": "another-exporter"}
         for target in alerts.values():
             assert not inhibited(target, by=other_job), target["alertname"]
@@ -580,6 +588,20 @@ def test_inhibition_stays_within_a_cluster() -> None:
         value = next(t for t in alerts.values() if role_of(t) == "value")
         same = {**source, "signal": value["signal"]}
         assert inhibited({**value, "orpycamcp_cluster": "b"}, by=same), source_name
+
+
+def test_a_cluster_unable_to_read_the_streams_is_inhibited_by_its_own_outage_only() -> None:
+    """Its cluster's exporters all down say more; another cluster's outage, or the
+    streams unmeasured, never hide it, and it hides nothing."""
+    alerts = fired_labels()
+    target = alerts["OrpycamcpStreamsUnreadableFromCluster"]
+    assert target[CLUSTER]
+    down = alerts["OrpycamcpExporterDown"]
+    assert inhibited(target, by={**down, CLUSTER: target[CLUSTER]})
+    assert not inhibited(target, by={**down, CLUSTER: target[CLUSTER] + "-other"})
+    assert not inhibited(target, by={**alerts["OrpycamcpSignalUnmeasured"], "signal": "streams"})
+    for other in alerts.values():
+        assert not inhibited(other, by=target), other["alertname"]
 
 
 def test_unmeasured_inhibits_its_own_database_only() -> None:
