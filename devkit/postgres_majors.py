@@ -21,15 +21,13 @@ import argparse
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from exporter.tools.throwaway import LocalPostgres, ServerUnavailable, free_port
+from exporter.tools.throwaway import LocalPostgres, ServerUnavailable, start_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK_DIR = ROOT / "requirements" / "postgres"
@@ -96,21 +94,7 @@ def bindir(major: int, target: Path = INSTALL_DIR) -> Path:
 
 def start_major(major: int, settings: dict[str, str] | None = None) -> LocalPostgres:
     """A throwaway cluster of PostgreSQL `major`, as exporter.tools.throwaway starts Debian's."""
-    base = Path(tempfile.mkdtemp(prefix=f"orpycamcp-pg{major}-"))
-    server = LocalPostgres(
-        base=base,
-        port=free_port(),
-        password=secrets.token_urlsafe(16),
-        bindir=bindir(major),
-        settings=settings or {},
-    )
-    try:
-        server.init()
-        server.start()
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    return server
+    return start_postgres(settings, bindir=bindir(major), prefix=f"orpycamcp-pg{major}-")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

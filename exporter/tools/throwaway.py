@@ -206,14 +206,21 @@ class LocalPostgres:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def start_postgres(settings: dict[str, str] | None = None, directory: str | None = None) -> LocalPostgres:
-    """A throwaway cluster in a new directory under `directory` (default: the temporary directory)."""
-    base = Path(tempfile.mkdtemp(prefix="orpycamcp-pg-", dir=directory))
+def start_postgres(
+    settings: dict[str, str] | None = None,
+    directory: str | None = None,
+    *,
+    bindir: Path | None = None,
+    prefix: str = "orpycamcp-pg-",
+) -> LocalPostgres:
+    """A throwaway cluster in a new directory under `directory` (default: the temporary directory),
+    of the server in `bindir` (default: Debian's)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=directory))
     server = LocalPostgres(
         base=base,
         port=free_port(),
         password=secrets.token_urlsafe(16),
-        bindir=postgres_bindir(),
+        bindir=bindir if bindir is not None else postgres_bindir(),
         settings=settings or {},
     )
     try:
