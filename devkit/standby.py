@@ -29,13 +29,7 @@ def start_standby(primary: LocalPostgres) -> LocalPostgres:
     run_as: dict[str, int] = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid}
     if user is not None:
         os.chown(base, user.pw_uid, user.pw_gid)
-    standby = LocalPostgres(
-        base=base,
-        port=free_port(),
-        password=primary.password,
-        bindir=primary.bindir,
-        settings={"hot_standby": "on", "wal_receiver_status_interval": "1s"},
-    )
+    standby = _standby_server(primary, base)
     env = {**os.environ, "PGPASSWORD": primary.password}
     done = subprocess.run(
         [
@@ -112,13 +106,7 @@ def start_copied_standby(primary: LocalPostgres) -> LocalPostgres:
     in standby mode (standby.signal, primary_conninfo) streaming from the
     restarted primary."""
     base = Path(tempfile.mkdtemp(prefix="orpycamcp-standby-"))
-    standby = LocalPostgres(
-        base=base,
-        port=free_port(),
-        password=primary.password,
-        bindir=primary.bindir,
-        settings={"hot_standby": "on", "wal_receiver_status_interval": "1s"},
-    )
+    standby = _standby_server(primary, base)
     primary.stop()
     try:
         shutil.copytree(primary.datadir, standby.datadir, symlinks=True)
@@ -138,3 +126,14 @@ def start_copied_standby(primary: LocalPostgres) -> LocalPostgres:
         shutil.rmtree(base, ignore_errors=True)
         raise
     return standby
+
+
+def _standby_server(primary: LocalPostgres, base: Path) -> LocalPostgres:
+    """A hot standby's server in `base`, of the primary's binaries and password."""
+    return LocalPostgres(
+        base=base,
+        port=free_port(),
+        password=primary.password,
+        bindir=primary.bindir,
+        settings={"hot_standby": "on", "wal_receiver_status_interval": "1s"},
+    )
