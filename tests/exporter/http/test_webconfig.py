@@ -159,6 +159,34 @@ HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
         ),
         ("http_server_config:\n  headers:\n    1: x\n", HEADERS_PROBLEM),
         ("http_server_config:\n  headers:\n    X-A: 1\n", HEADERS_PROBLEM),
+        (TLS.replace("server.crt", '"server\\0.crt"'), "cert_file must be a file path"),
+        # A path through a file: an error other than "does not exist", named by the system's words.
+        (
+            TLS.replace("server.crt", "server.key/server.crt"),
+            "cert_file: {certs}/server.key/server.crt cannot be read: Not a directory",
+        ),
+        ("basic_auth_users:\n  a: 12345\n", "basic_auth_users: the password of 'a' is not a bcrypt hash"),
+        ("basic_auth_users:\n  a: null\n", "basic_auth_users: the password of 'a' is not a bcrypt hash"),
+        (
+            f"basic_auth_users:\n  a: '{HASH[:4]}15{HASH[6:]}'\n",
+            "basic_auth_users: the hash of 'a' has cost 15; from 4 to 14 are accepted"
+            " (each step doubles the time of a check: 14 takes about a second)",
+        ),
+        (
+            f"basic_auth_users:\n  a: '{HASH[:4]}05{HASH[6:]}'\n  b: '{HASH}'\n",
+            "basic_auth_users: 'b' has cost 4 and 'a' cost 5: hash every password with one cost"
+            " (a cheaper user would be found by the time of a wrong login)",
+        ),
+        (
+            "http_server_config:\n  headers:\n    X-Evil: a\n",
+            "http_server_config.headers: 'X-Evil' cannot be configured (these can: Strict-Transport-Security,"
+            " X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, Content-Security-Policy)",
+        ),
+        (
+            "http_server_config:\n  headers:\n    Strict-Transport-Security: ''\n",
+            "http_server_config.headers: the value of Strict-Transport-Security is not a header value"
+            " (visible ASCII, spaces inside; no line break or control character)",
+        ),
     ],
 )
 def test_each_problem_names_its_field(certs: Path, text: str, problem: str) -> None:
@@ -207,6 +235,12 @@ def test_users_of_different_costs_are_refused(tmp_path: Path) -> None:
         load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{HASH}'\n  b: '{other}'\n"))
     assert HASH not in str(refused.value)
     assert other not in str(refused.value)
+
+
+def test_users_of_one_cost_are_all_kept(tmp_path: Path) -> None:
+    other = bcrypt.hashpw(b"x", bcrypt.gensalt(rounds=4)).decode()
+    config = load_web_config(write(tmp_path, f"basic_auth_users:\n  a: '{HASH}'\n  b: '{other}'\n  c: '{HASH}'\n"))
+    assert config.basic_auth_users == {"a": HASH.encode(), "b": other.encode(), "c": HASH.encode()}
 
 
 @pytest.mark.parametrize("name", ["a\\nb", "a\\rb", "a\\x1bb", "a:b", ""])

@@ -52,6 +52,8 @@ def assert_hidden(text: str) -> None:
         ("postgresql://u:s3cr/Xv@h/db", "postgresql://(rest not shown: it does not parse one way)"),
         ("not a url #s3cr", "(a URL of no known scheme, not shown)"),
         ("s3crXv://u@h/db", "(a URL of no known scheme, not shown)"),
+        # The scheme ends at the first '://': one further on is the query's.
+        ("postgresql://h/db?application_name=x://y", "postgresql://h/db"),
         # Hosts or a path that are not plain names: not shown.
         ("postgresql://u:p@h%20s3crXv/db", "postgresql://***@(hosts not shown)/db"),
         ("postgresql://u:p@h/s3cr%20Xv", "postgresql://***@h/(path not shown)"),
@@ -67,6 +69,50 @@ def test_a_library_message_is_shown_only_when_it_quotes_no_secret_part() -> None
     assert quotes("gsslib parameter must be either 'gssapi' or 'sspi', got 'zz'", secret_texts(url))
     assert quotes("got 'crXv'", secret_texts(url))
     assert not quotes("could not determine user name to connect with", secret_texts(url))
+
+
+@pytest.mark.parametrize(
+    ("message", "texts", "quoted"),
+    [
+        ("got 'ab'", ("ab",), True),  # a whole text of 2 characters
+        ("got 'abc'", ("abc",), True),  # ... of 3
+        ("got 'a'", ("a",), False),  # 1 character is in every message: never taken for a quote
+        ("got 'abcd'", ("a", "abcd"), True),  # a text too short to count does not end the search
+        ("got 'wxyz'", ("abcdwxyz",), True),  # the last 4 characters of a longer text
+        ("got 'xyz'", ("abcdwxyz",), False),  # 3 characters of a longer text: not a quote of it
+        ("got 'cdwx'", ("abcdwxyz",), True),  # any 4 in a row
+    ],
+)
+def test_a_quote_is_4_characters_in_a_row_or_a_whole_short_text(
+    message: str, texts: tuple[str, ...], quoted: bool
+) -> None:
+    assert quotes(message, texts) is quoted
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "plain"),
+    [
+        # The userinfo and every credential's value, raw and decoded.
+        ("postgresql://u:s3cr%40Xv@h/db", "u:s3cr@Xv", "h/db"),
+        ("postgresql://h/db?sslmode=require&password=s3cr", "s3cr", "require"),
+        ("postgresql://h/db?password=s3cr=Xv", "s3cr=Xv", "h/db"),  # a key ends at the first '='
+        ("postgresql://h/db?password=s3cr&Xv=1", "Xv=1", "h/db"),  # after a password, whole pairs
+        ("postgresql://u@h/db#s3crXv", "s3crXv", "h/db"),  # the fragment
+        # Read two ways: everything after the scheme, raw and decoded.
+        ("postgresql://u:s3cr/Xv@h/db", "u:s3cr/Xv@h/db", "postgresql"),
+        ("postgresql://u:s3%2Fcr/Xv@h/db", "u:s3/cr/Xv@h/db", "postgresql"),
+        ("postgresql://u:s3cr://Xv@h/db", "u:s3cr://Xv@h/db", "postgresql"),  # from the first '://'
+        # Not read at all: everything after the scheme.
+        ("postgresql://u:s3crXv@[::1/db", "u:s3crXv@[::1/db", "postgresql"),
+    ],
+)
+def test_what_may_hold_a_password_is_every_part_but_the_scheme_hosts_and_path(
+    url: str, secret: str, plain: str
+) -> None:
+    texts = secret_texts(url)
+    assert secret in texts
+    assert quotes(f"got '{secret}'", texts)
+    assert not quotes(f"got '{plain}'", texts)
 
 
 @pytest.mark.parametrize(
