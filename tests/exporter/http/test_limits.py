@@ -1,0 +1,237 @@
+"""The limits on HTTP connections, in process: the bounded protocol served on a
+real socket by this test's event loop, the way uvicorn serves it, to a client
+writing raw bytes. (The exporter process itself, with these limits: tests/faults/.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+import uvicorn
+from starlette.types import Receive, Scope, Send
+from uvicorn.server import ServerState
+
+from exporter.http.connections import ConnectionBook
+from exporter.http.limits import MAX_HEAD_BYTES, bounded_protocol
+
+pytestmark = pytest.mark.anyio
+
+# Generous bounds for what must happen (a close, an answer); never a measure of speed.
+WITHIN = 10.0
+# Short enough for a test to wait for it, long enough for a head written at once.
+HEAD_TIMEOUT = 0.3
+
+
+class App:
+    """Answers "ok", after `hold` is set if given (a request being answered)."""
+
+    def __init__(self, hold: asyncio.Event | None = None, delay: float = 0.0) -> None:
+        self.hold = hold
+        self.delay = delay
+        self.requests = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        self.requests += 1
+        if self.hold is not None:
+            await self.hold.wait()
+        await asyncio.sleep(self.delay)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+@contextlib.asynccontextmanager
+async def serving(app: App, book: ConnectionBook | None = None, head_timeout: float = WITHIN) -> AsyncIterator[int]:
+    """The port of a server of `app` with the bounded protocol, as uvicorn builds it."""
+    config = uvicorn.Config(
+        app,
+        http=bounded_protocol(book, head_timeout),
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=60,  # longer than any test: only the head timeout closes a connection here
+    )
+    config.load()
+    state = ServerState()
+    protocol = config.http_protocol_class
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: protocol(config=config, server_state=state, app_state={}, _loop=loop),  # type: ignore[call-arg]
+        "127.0.0.1",
+        0,
+    )
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        for connection in list(state.connections):
+            connection.shutdown()
+        await server.wait_closed()
+
+
+class Client:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def response(self) -> tuple[int, bytes]:
+        """The status and body of the next response."""
+        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), WITHIN)
+        status = int(head.split(b" ", 2)[1])
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
+        return status, await asyncio.wait_for(self.reader.readexactly(length), WITHIN)
+
+    async def request(self, head: bytes) -> tuple[int, bytes]:
+        self.writer.write(head)
+        return await self.response()
+
+    async def closed_by_server(self) -> bool:
+        """True once the server closed the connection (whatever it sent before)."""
+        try:
+            while await asyncio.wait_for(self.reader.read(65536), WITHIN):
+                pass
+        except ConnectionResetError:
+            pass
+        await self.close()
+        return True
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+
+
+def head_of(counted: int, in_url: bool) -> bytes:
+    """A GET whose head counts `counted` bytes as the limit counts them (the URL, and
+    each header's name and value plus 4), filled in its URL or in one header."""
+    fixed = len(b"Host") + len(b"x") + 4 + len(b"X-Fill") + 4
+    if in_url:
+        url = b"/metrics?" + b"a" * (counted - fixed - len(b"/metrics?") - 1)
+        fill = b"b"
+    else:
+        url = b"/metrics"
+        fill = b"b" * (counted - fixed - len(url))
+    head = b"GET " + url + b" HTTP/1.1\r\nHost: x\r\nX-Fill: " + fill + b"\r\n\r\n"
+    assert len(url) + fixed + len(fill) == counted
+    return head
+
+
+@pytest.mark.parametrize("in_url", [True, False], ids=["url", "header"])
+async def test_a_head_of_the_limit_is_answered_one_byte_more_is_refused(in_url: bool) -> None:
+    app = App()
+    async with serving(app) as port:
+        at_limit = await Client.connect(port)
+        assert await at_limit.request(head_of(MAX_HEAD_BYTES, in_url)) == (200, b"ok")
+        await at_limit.close()
+        over = await Client.connect(port)
+        status, _ = await over.request(head_of(MAX_HEAD_BYTES + 1, in_url))
+        assert status == 400
+        assert await over.closed_by_server()
+    assert app.requests == 1
+
+
+async def test_each_request_of_a_connection_has_the_whole_head_limit() -> None:
+    async with serving(App()) as port:
+        client = await Client.connect(port)
+        for in_url in (True, False, True):
+            assert await client.request(head_of(MAX_HEAD_BYTES, in_url)) == (200, b"ok")
+        await client.close()
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"], ids=["nothing", "half a head"])
+async def test_a_head_that_does_not_arrive_in_time_closes_the_connection(sent: bytes) -> None:
+    app = App()
+    async with serving(app, head_timeout=HEAD_TIMEOUT) as port:
+        client = await Client.connect(port)
+        client.writer.write(sent)
+        assert await client.closed_by_server()
+    assert app.requests == 0
+
+
+async def test_the_next_head_on_a_kept_connection_is_timed_too() -> None:
+    app = App()
+    async with serving(app, head_timeout=HEAD_TIMEOUT) as port:
+        client = await Client.connect(port)
+        assert await client.request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        client.writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        assert await client.closed_by_server()
+    assert app.requests == 1
+
+
+async def test_an_answer_slower_than_the_head_timeout_is_not_cut() -> None:
+    async with serving(App(delay=4 * HEAD_TIMEOUT), head_timeout=HEAD_TIMEOUT) as port:
+        client = await Client.connect(port)
+        assert await client.request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        await client.close()
+
+
+async def book_holds(book: ConnectionBook, count: int) -> bool:
+    for _ in range(int(WITHIN / 0.01)):
+        if book.open_now == count:
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def test_at_the_cap_the_connection_idle_the_longest_is_closed() -> None:
+    book = ConnectionBook(cap=2)
+    async with serving(App(), book) as port:
+        first, second = await Client.connect(port), await Client.connect(port)
+        assert await book_holds(book, 2)
+        # Each answered once, the first first: idle since its answer, the longest.
+        assert await first.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        assert await second.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        third = await Client.connect(port)
+        assert await first.closed_by_server()
+        assert await second.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        assert await third.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        assert (book.open_now, book.shed_total) == (2, 1)
+        for client in (second, third):
+            await client.close()
+        assert await book_holds(book, 0)
+
+
+async def test_at_the_cap_with_every_connection_answering_a_new_one_is_closed() -> None:
+    book = ConnectionBook(cap=2)
+    hold = asyncio.Event()
+    app = App(hold)
+    async with serving(app, book) as port:
+        answering = [await Client.connect(port) for _ in range(2)]
+        for client in answering:
+            client.writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in range(int(WITHIN / 0.01)):
+            if app.requests == 2:
+                break
+            await asyncio.sleep(0.01)
+        refused = await Client.connect(port)
+        assert await refused.closed_by_server()
+        assert (book.open_now, book.shed_total) == (2, 1)
+        hold.set()
+        for client in answering:
+            assert await client.response() == (200, b"ok")
+            await client.close()
+        assert await book_holds(book, 0)
+    assert app.requests == 2
+
+
+async def test_a_connection_closed_by_its_client_leaves_the_book() -> None:
+    book = ConnectionBook(cap=4)
+    async with serving(App(), book) as port:
+        silent = await Client.connect(port)
+        answered = await Client.connect(port)
+        assert await answered.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
+        assert await book_holds(book, 2)
+        await silent.close()
+        assert await book_holds(book, 1)
+        await answered.close()
+        assert await book_holds(book, 0)
+    assert book.shed_total == 0
