@@ -35,6 +35,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/http/webconfig.py": ("tests/exporter/http/test_webconfig.py",),
     "exporter/http/reload.py": ("tests/exporter/http/test_reload.py", "tests/exporter/http/test_auth.py"),
     "exporter/http/limits.py": ("tests/exporter/http/test_limits.py", "tests/exporter/test_options.py"),
+    # The statement naming and session checks of the PostgreSQL source, on the session's
+    # PostgreSQL (the same through real PgBouncers: sources/test_pool_modes.py).
+    "exporter/sources/transaction.py": ("tests/exporter/sources/test_transaction.py",),
+    "exporter/sources/pooler.py": ("tests/exporter/sources/test_pooler.py",),
+    "exporter/sources/lanes.py": ("tests/exporter/sources/test_lanes.py",),
     "exporter/signals/dlq.py": ("tests/exporter/signals/test_dlq.py",),
     "exporter/signals/preservation.py": ("tests/exporter/signals/test_preservation.py",),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
