@@ -15,10 +15,11 @@ import asyncpg
 import pytest
 
 from exporter.errors import Closed
-from exporter.lifecycle import Lifecycle
+from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.lanes import Lane, LanePool, statement_names
 from tests.clock import FakeClock
 from tests.platform import Platform
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -106,11 +107,12 @@ async def fail_on_a_lane(pool: LanePool, failure: BaseException, before: Callabl
 
 
 async def closed_soon(connection: asyncpg.Connection) -> bool:
-    for _ in range(500):
-        if connection.is_closed():
-            return True
-        await asyncio.sleep(0.01)
-    return False
+    """Whether the connection closes within a generous bound (above CLOSE_SECONDS)."""
+
+    async def closed() -> bool:
+        return bool(connection.is_closed())
+
+    return await wait_until(closed, 4 * CLOSE_SECONDS, step=0.01)
 
 
 async def test_one_connection_serves_statement_after_statement(pool: Pool) -> None:
@@ -306,3 +308,31 @@ async def test_a_lane_forgets_its_connection_and_what_it_knew_of_it(pool: Pool) 
 
 def what_it_knows(lane: Lane) -> tuple[object, ...]:
     return (lane.connection, lane.prepared, lane.by_signal, lane.statements, lane.backend_pid, lane.idle_timer)
+
+
+def test_a_new_lane_knows_as_little_as_a_forgotten_one() -> None:
+    fresh, forgotten = Lane(), Lane()
+    forgotten.statements, forgotten.backend_pid = 3, 7
+    forgotten.forget()
+    assert what_it_knows(fresh) == what_it_knows(forgotten) == (None, {}, {}, 0, None, None)
+    assert NAME.fullmatch(next(fresh.statement_names))
+
+
+async def test_a_connection_closed_while_its_server_session_stalls_is_ended(pool: Pool) -> None:
+    connection = await pool.run()
+    backend = connection.get_server_pid()
+    running = asyncio.all_tasks()
+    os.kill(backend, signal.SIGSTOP)  # the server never answers the close
+    try:
+        pool.clock.advance(IDLE_SECONDS)
+        assert pool.lanes[0].connection is None
+        assert asyncio.all_tasks() > running  # closing
+
+        async def closed() -> bool:
+            return asyncio.all_tasks() <= running
+
+        # Past its bound (CLOSE_SECONDS), the close gives up waiting and ends the connection.
+        assert await wait_until(closed, 4 * CLOSE_SECONDS, step=0.01)
+        assert connection.is_closed()
+    finally:
+        os.kill(backend, signal.SIGCONT)
