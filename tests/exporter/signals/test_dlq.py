@@ -4,9 +4,12 @@ from datetime import timedelta
 
 import pytest
 
+from exporter.errors import ContractViolation, InvalidTenantSlug, SourceNotConfigured
+from exporter.signals import dlq
+from exporter.sources import Sources
 from registry.values import ORIGIN_GROUPS
 from tests.platform import Platform, at
-from tests.scrapes import DLQ_PREFIX, scrape_once, value_series
+from tests.scrapes import DLQ_PREFIX, make_exporter, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +90,53 @@ async def test_tenants_beyond_one_batch_are_all_counted_and_the_oldest_kept(
     assert page.get("orpycamcp_dlq_pending_events", origin_group="notification-service") == 30
     oldest = page.get("orpycamcp_dlq_oldest_pending_timestamp_seconds", origin_group="notification-service")
     assert oldest == min(created.values()).timestamp() == at("2026-10-01 00:00:00").timestamp()
+
+
+async def violation(platform: Platform) -> ContractViolation:
+    """The contract violation dlq's measurement raises on the platform's data."""
+    exporter = make_exporter(platform.exporter_url, signals="dlq")
+    try:
+        with pytest.raises(ContractViolation) as raised:
+            await dlq.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    return raised.value
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("origin_group", None, "NULL in a pending event"),
+        ("created_at", None, "NULL in a pending event"),
+        ("created_at", "'infinity'", "infinite timestamp"),
+        ("created_at", "now() + interval '2 days'", "timestamp "),
+    ],
+)
+async def test_a_pending_event_out_of_contract_names_its_column(
+    platform: Platform, column: str, value: str | None, problem: str
+) -> None:
+    await platform.add_tenant("acme")
+    await platform.add_dead_letter("acme", "e1", "workflow-service", "pending", at("2026-11-01 10:00:00"))
+    await platform.execute(f'ALTER TABLE "tenant_acme".evento_dead_letter ALTER {column} DROP NOT NULL')
+    await platform.execute(f'UPDATE "tenant_acme".evento_dead_letter SET {column} = {value or "NULL"}')
+    raised = await violation(platform)
+    assert (raised.signal, raised.where) == ("dlq", f"evento_dead_letter.{column}")
+    assert raised.problem.startswith(problem), raised.problem
+
+
+async def test_without_a_database_dlq_names_itself_unconfigured() -> None:
+    with pytest.raises(SourceNotConfigured) as raised:
+        await dlq.measure(Sources())
+    assert raised.value.signal == "dlq"
+
+
+async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_dlq(platform: Platform) -> None:
+    await platform.add_tenant("acme")
+    await platform.execute("INSERT INTO public.tenants (slug) VALUES ($1)", "x" * 80)
+    exporter = make_exporter(platform.exporter_url, signals="dlq")
+    try:
+        with pytest.raises(InvalidTenantSlug) as raised:
+            await dlq.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    assert raised.value.signal == "dlq"

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import pytest
 
+from exporter.errors import ContractViolation, InvalidTenantSlug, SourceNotConfigured
+from exporter.signals import preservation
+from exporter.sources import Sources
 from registry.values import ARTIFACTS, PHASES
 from tests.platform import Platform
-from tests.scrapes import PRESERVATION_PREFIX, scrape_once, value_series
+from tests.scrapes import PRESERVATION_PREFIX, make_exporter, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -53,3 +56,50 @@ async def test_null_artifact_is_contract_drift(platform: Platform) -> None:
     page = await scrape_once(platform.exporter_url, signals="preservation")
     assert page.measured("preservation") == 0
     assert value_series(page, PRESERVATION_PREFIX) == []
+
+
+async def test_each_batch_of_tenants_adds_to_the_same_combination(platform: Platform) -> None:
+    for number, slug in enumerate(("a", "b", "c"), start=1):
+        await platform.add_tenant(slug)
+        for artifact_id in range(number):
+            await platform.add_retry(slug, f"d{artifact_id}", "document", "sealing", "exhausted")
+    page = await scrape_once(platform.exporter_url, signals="preservation", batch_size="1")
+    assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 6
+
+
+@pytest.mark.parametrize("column", ["artifact", "phase"])
+async def test_an_exhausted_row_out_of_contract_names_its_columns(platform: Platform, column: str) -> None:
+    await platform.add_tenant("acme")
+    await platform.add_retry("acme", "d1", "document", "sealing", "exhausted")
+    # Contract drift: the key (artifact_id, phase) and the NOT NULL gone.
+    await platform.execute('ALTER TABLE "tenant_acme".preservation_retry DROP CONSTRAINT preservation_retry_pkey')
+    await platform.execute(f'ALTER TABLE "tenant_acme".preservation_retry ALTER COLUMN {column} DROP NOT NULL')
+    await platform.execute(f'UPDATE "tenant_acme".preservation_retry SET {column} = NULL')
+    exporter = make_exporter(platform.exporter_url, signals="preservation")
+    try:
+        with pytest.raises(ContractViolation) as raised:
+            await preservation.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    assert (raised.value.signal, raised.value.where, raised.value.problem) == (
+        "preservation",
+        "preservation_retry.artifact/phase",
+        "NULL in an exhausted row",
+    )
+
+
+async def test_without_a_database_preservation_names_itself_unconfigured() -> None:
+    with pytest.raises(SourceNotConfigured) as raised:
+        await preservation.measure(Sources())
+    assert raised.value.signal == "preservation"
+
+
+async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_preservation(platform: Platform) -> None:
+    await platform.execute("INSERT INTO public.tenants (slug) VALUES ($1)", "x" * 80)
+    exporter = make_exporter(platform.exporter_url, signals="preservation")
+    try:
+        with pytest.raises(InvalidTenantSlug) as raised:
+            await preservation.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    assert raised.value.signal == "preservation"
