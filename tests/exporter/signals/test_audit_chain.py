@@ -44,6 +44,15 @@ async def test_the_latest_run_is_the_last_finished_whatever_order_the_runs_were_
     )
 
 
+async def test_a_clean_run_is_zero_breaks_and_verified(platform: Platform) -> None:
+    await platform.add_audit_run("complete", at("2026-12-01 02:00:00"), breaks=0, declared_breaks=0)
+    page = await scrape_once(platform.exporter_url, signals="audit_chain")
+    assert page.measured("audit_chain") == 1
+    assert page.get("orpycamcp_audit_chain_breaks") == 0
+    assert page.get("orpycamcp_audit_chain_declared_breaks") == 0
+    assert page.get("orpycamcp_audit_chain_verification_ok") == 1
+
+
 async def test_never_verified_is_measured_with_no_value_series(platform: Platform) -> None:
     await platform.add_audit_run("partial", at("2026-12-01 12:00:00"), breaks=0, declared_breaks=0)
     page = await scrape_once(platform.exporter_url, signals="audit_chain")
