@@ -26,7 +26,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
 from devkit.servers import LocalRedis, start_redis
 from exporter.signals.streams import first_entry_time, pending_summary
-from exporter.sources.redis import RedisSettings, RedisStreams, StreamsReading, stream_commands
+from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery, StreamsReading, stream_commands
 from exporter.timeouts import Timeouts
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -53,6 +53,10 @@ BASE_MS = 1_764_600_000_000
 class Workload:
     pairs: tuple[tuple[str, str], ...]
     deadletters: tuple[str, ...]
+    query: StreamsQuery = field(init=False, repr=False)  # what the signal builds once, at start
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "query", StreamsQuery(self.pairs, self.deadletters))
 
 
 def workload(pairs: int, deadletters: int) -> Workload:
@@ -186,10 +190,10 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
 
     async def refresh() -> None:
         nonlocal values
-        values = parse(await source.read(load.pairs, load.deadletters), load)
+        values = parse(await source.read(load.query), load)
 
     try:
-        reading = await source.read(load.pairs, load.deadletters)  # warm: connections, slot map
+        reading = await source.read(load.query)  # warm: connections, slot map
         replies = await floor.replies()
         deadletters = zip(reading.lengths, reading.first_entries, strict=True)
         exact = [
@@ -238,9 +242,9 @@ async def count_round_trips(port: int, cluster: LocalCluster | None, load: Workl
         client=cluster_client(ports) if cluster is not None else None,
     )
     try:
-        await source.read(load.pairs, load.deadletters)
+        await source.read(load.query)
         before = {p: relay.round_trips for p, relay in relays.items()}
-        await source.read(load.pairs, load.deadletters)
+        await source.read(load.query)
         return {str(p): relays[p].round_trips - before[p] for p in ports}
     finally:
         await source.close()
