@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from exporter.errors import InvalidRedisUrl
+from exporter.flags import flag_of
 from exporter.options import Refused
 from exporter.sources import dsn, url_secrets
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379
-DEFAULT_SETTING = "--redis-url"
+DEFAULT_SETTING = flag_of("redis_url")
 
 
 class RedisKind(StrEnum):
