@@ -1,6 +1,6 @@
 """The Redis URL, parsed and validated completely at start.
 
-Three roads, each plain or over TLS:
+Three deployment kinds, each plain or over TLS:
 
 - standalone: `redis://[user:password@]host[:port][/DB]`, `rediss://...`, or
   `unix://[user:password@]/path/to/socket[?db=DB]`;
@@ -85,7 +85,7 @@ class RedisTarget:
     sentinel_password: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
-        """The road in words, without credentials: for diagnose and the logs."""
+        """The deployment in words, without credentials: for diagnose and the logs."""
         nodes = ",".join(_show_node(host, port) for host, port in self.nodes) or f"socket {self.socket_path}"
         tls = " over TLS" if self.tls else ""
         if self.kind is RedisKind.SENTINEL:

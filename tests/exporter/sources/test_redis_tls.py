@@ -19,7 +19,14 @@ from exporter.errors import ConfigError
 from exporter.reasons import Reason
 from exporter.settings import load
 from exporter.sources.redis_tls import RedisTls
-from tests.redis_roads import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
+from tests.redis_deployments import (
+    counts_of,
+    expected_values,
+    failure_of,
+    measure_streams,
+    streams_source,
+    write_backlog,
+)
 
 pytestmark = pytest.mark.anyio
 
