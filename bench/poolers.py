@@ -64,7 +64,7 @@ async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, ch
 BEFORE_SCRIPT = """
 import asyncio, json, sys, time
 from exporter.service import build_exporter
-from exporter.settings import load
+from exporter.loading import load
 
 async def main(url, signals, steady):
     exporter = build_exporter(load({"database_url": url, "signals": signals}, {}))

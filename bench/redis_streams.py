@@ -254,8 +254,8 @@ async def count_round_trips(port: int, cluster: LocalCluster | None, load: Workl
 
 async def cached_scrape_us(server: LocalRedis, samples: int = 2000) -> float:
     """Microseconds per cached scrape (the page of a fresh streams outcome), in process."""
+    from exporter.loading import load as load_settings
     from exporter.service import build_exporter
-    from exporter.settings import load as load_settings
 
     exporter = build_exporter(load_settings({"redis_url": server.url}, {}))
     try:

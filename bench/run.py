@@ -4,7 +4,7 @@ For each tenant count (tenants are added cumulatively to one throwaway stock
 PostgreSQL server):
 
 - exporter: `runs` fresh exporters (exporter.service.build_exporter over
-  exporter.settings.load, defaults); each does a first refresh (new connections:
+  exporter.loading.load, defaults); each does a first refresh (new connections:
   cold backends) then `steady` refreshes; per-signal durations come from the
   signal caches; statements and prepares per refresh from the Postgres client;
   the backend memory of its sessions from /proc/<backend pid>/status;

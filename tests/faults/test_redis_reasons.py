@@ -14,8 +14,8 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from devkit.servers import LocalRedis, ServerUnavailable, free_port
+from exporter.loading import load
 from exporter.reasons import Reason
-from exporter.settings import load
 from exporter.signals.base import Source
 from exporter.tools import throwaway
 from exporter.tools.diagnose import diagnose

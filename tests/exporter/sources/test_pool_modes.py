@@ -18,10 +18,10 @@ from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
 from exporter.errors import DatabaseRefused
 from exporter.exporter import Exporter
+from exporter.loading import load
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.service import postgres_settings
-from exporter.settings import load
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL
 from exporter.sources.postgres import Postgres

@@ -16,8 +16,8 @@ from redis.asyncio import Redis
 from devkit.redis_tls import TlsFiles, TlsRedis, issue, start_tls_redis
 from devkit.servers import free_port
 from exporter.errors import ConfigError
+from exporter.loading import load
 from exporter.reasons import Reason
-from exporter.settings import load
 from exporter.sources.redis_tls import RedisTls
 from tests.redis_deployments import (
     counts_of,

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from exporter.errors import ConfigError, InvalidRedisUrl
-from exporter.settings import load
+from exporter.loading import load
 from exporter.sources.redis_url import RedisKind, RedisTarget, parse_redis_url
 
 SECRET = "Zq8Wv3Kt"
