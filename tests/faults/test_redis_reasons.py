@@ -21,7 +21,7 @@ from exporter.tools import throwaway
 from exporter.tools.diagnose import diagnose
 from exporter.tools.hints import REDIS_ACL, hint
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
-from tests.redis_deployments import (
+from tests.redis_streams import (
     counts_of,
     expected_values,
     failure_of,
