@@ -487,10 +487,10 @@ def main() -> None:
     parser.add_argument("--pairs", default="10000,100000", help="comma-separated numbers of declared pairs")
     parser.add_argument("--before", type=Path, help="another source tree to serve side by side")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--roads", default="standalone,cluster", help="standalone, cluster or both")
+    parser.add_argument("--deployments", default="standalone,cluster", help="standalone, cluster or both")
     args = parser.parse_args()
     sizes = [int(size) for size in args.pairs.split(",")]
-    report = asyncio.run(main_async(sizes, args.before, args.rounds, args.roads.split(",")))
+    report = asyncio.run(main_async(sizes, args.before, args.rounds, args.deployments.split(",")))
     print(f"load average {report['load_average']} on {report['cpus']} CPUs; {report['rounds']} rounds")
 
 

@@ -21,6 +21,7 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
+from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.cluster_read import ClusterReader, Command
@@ -108,7 +109,7 @@ def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaL
 
 
 Client = RedisClient
-MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
+MAX_STALENESS_SETTING = flag_of("redis_replica_max_staleness")
 
 
 class RedisStreams:
