@@ -49,8 +49,8 @@ from devkit.tenants import (
     expected_totals,
 )
 from exporter.cache import SignalCache
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 from registry.backlogs import ARRIVALS, ITEMS, PENDING_ITEMS
 from registry.families import DLQ_PENDING
 

@@ -50,7 +50,7 @@ ROUND_SCRIPT = """
 import asyncio, json, sys, time
 import asyncpg
 from exporter.service import build_exporter
-from exporter.settings import load
+from exporter.loading import load
 
 URL, ADMIN, SCHEMA, HEALTHY, BROKEN, APP = sys.argv[1:7]
 

@@ -268,7 +268,7 @@ async def scrape_round(served: Served) -> Round:
 @dataclass
 class Row:
     pairs: int
-    road: str
+    deployment: str
     code: str
     started_s: float
     refresh_s: float
@@ -300,7 +300,7 @@ async def idle_health(served: Served, checks: int = 200) -> tuple[float, float]:
 
 async def bench_tree(
     pairs: list[tuple[str, str]],
-    road: str,
+    deployment: str,
     url: str,
     nodes: Nodes,
     code: str,
@@ -330,7 +330,7 @@ async def bench_tree(
     base = statistics.median(floor_times)
     row = Row(
         len(pairs),
-        road,
+        deployment,
         code,
         one.started_s,
         round(refresh, 3),
@@ -365,9 +365,9 @@ async def timed_floor(nodes: Nodes, commands: Sequence[Command]) -> float:
     return time.perf_counter() - started
 
 
-async def bench_road(
+async def bench_deployment(
     pairs: list[tuple[str, str]],
-    road: str,
+    deployment: str,
     url: str,
     nodes: Nodes,
     trees: dict[str, Path],
@@ -375,7 +375,10 @@ async def bench_road(
     rounds: int,
 ) -> list[Row]:
     """Each tree in turn (a refresh left running in the background by one would load the other's)."""
-    return [await bench_tree(pairs, road, url, nodes, code, tree, declarations, rounds) for code, tree in trees.items()]
+    return [
+        await bench_tree(pairs, deployment, url, nodes, code, tree, declarations, rounds)
+        for code, tree in trees.items()
+    ]
 
 
 def write_declarations(pairs: Sequence[tuple[str, str]], directory: Path) -> Path:
@@ -388,14 +391,18 @@ def write_declarations(pairs: Sequence[tuple[str, str]], directory: Path) -> Pat
 
 
 async def bench_size(
-    count: int, trees: dict[str, Path], rounds: int, directory: Path, roads: Sequence[str] = ("standalone", "cluster")
+    count: int,
+    trees: dict[str, Path],
+    rounds: int,
+    directory: Path,
+    deployments: Sequence[str] = ("standalone", "cluster"),
 ) -> list[Row]:
     pairs = pairs_of(count)
     declarations = write_declarations(pairs, directory)
     rows: list[Row] = []
-    if "standalone" in roads:
+    if "standalone" in deployments:
         rows += await bench_standalone(pairs, trees, rounds, declarations)
-    if "cluster" in roads:
+    if "cluster" in deployments:
         rows += await bench_cluster(pairs, trees, rounds, declarations)
     return rows
 
@@ -409,7 +416,7 @@ async def bench_standalone(
         nodes = Nodes.of(server, None)
         await create_stream_groups_at(server.url)
         await seed(nodes, pairs)
-        rows += await bench_road(pairs, "standalone", server.url, nodes, trees, declarations, rounds)
+        rows += await bench_deployment(pairs, "standalone", server.url, nodes, trees, declarations, rounds)
         await nodes.close()
     finally:
         server.remove()
@@ -426,7 +433,7 @@ async def bench_cluster(
         await nodes.run([("XGROUP CREATE", s, g, "0", "MKSTREAM") for s, g in STREAM_GROUPS])
         await seed(nodes, pairs)
         url = "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in cluster.ports)
-        rows += await bench_road(pairs, "cluster, 3 masters", url, nodes, trees, declarations, rounds)
+        rows += await bench_deployment(pairs, "cluster, 3 masters", url, nodes, trees, declarations, rounds)
         await nodes.close()
     finally:
         cluster.remove()
@@ -435,7 +442,7 @@ async def bench_cluster(
 
 def table(rows: Sequence[dict[str, object]]) -> str:
     lines = [
-        "| pairs | road | code | refresh s (min-max) | floor s | refresh vs floor | scrape s | /-/healthy during"
+        "| pairs | deployment | code | refresh s (min-max) | floor s | refresh vs floor | scrape s | /-/healthy during"
         " the refresh, max (p99) ms | idle, max (p99) ms | RSS MB (peak) | with --deadline 2 |",
         "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -444,7 +451,7 @@ def table(rows: Sequence[dict[str, object]]) -> str:
         assert isinstance(spread, list | tuple)
         low, high = spread
         lines.append(
-            f"| {row['pairs']:,} | {row['road']} | {row['code']} | {row['refresh_s']:.2f} ({low:.2f}-{high:.2f})"
+            f"| {row['pairs']:,} | {row['deployment']} | {row['code']} | {row['refresh_s']:.2f} ({low:.2f}-{high:.2f})"
             f" | {row['floor_s']:.2f} | {row['ratio']:.2f}x | {row['scrape_s']:.2f}"
             f" | {row['health_max_ms']:.0f} ({row['health_p99_ms']:.0f})"
             f" | {row['idle_health_max_ms']:.0f} ({row['idle_health_p99_ms']:.0f})"
@@ -455,7 +462,7 @@ def table(rows: Sequence[dict[str, object]]) -> str:
 
 
 async def main_async(
-    sizes: list[int], before: Path | None, rounds: int, roads: Sequence[str] = ("standalone", "cluster")
+    sizes: list[int], before: Path | None, rounds: int, deployments: Sequence[str] = ("standalone", "cluster")
 ) -> dict[str, object]:
     trees = {"after": TREE} if before is None else {"before": before, "after": TREE}
     load_before = os.getloadavg()
@@ -474,7 +481,7 @@ async def main_async(
 
     with tempfile.TemporaryDirectory(prefix="orpycamcp-bus-") as directory:
         for size in sizes:
-            rows += await bench_size(size, trees, rounds, Path(directory), roads)
+            rows += await bench_size(size, trees, rounds, Path(directory), deployments)
             # Written after each size: a long run stopped later keeps what it measured.
             RESULTS.mkdir(exist_ok=True)
             (RESULTS / f"bus-size-{stamp}.json").write_text(json.dumps(report(), indent=2) + "\n")
@@ -487,10 +494,10 @@ def main() -> None:
     parser.add_argument("--pairs", default="10000,100000", help="comma-separated numbers of declared pairs")
     parser.add_argument("--before", type=Path, help="another source tree to serve side by side")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--roads", default="standalone,cluster", help="standalone, cluster or both")
+    parser.add_argument("--deployments", default="standalone,cluster", help="standalone, cluster or both")
     args = parser.parse_args()
     sizes = [int(size) for size in args.pairs.split(",")]
-    report = asyncio.run(main_async(sizes, args.before, args.rounds, args.roads.split(",")))
+    report = asyncio.run(main_async(sizes, args.before, args.rounds, args.deployments.split(",")))
     print(f"load average {report['load_average']} on {report['cpus']} CPUs; {report['rounds']} rounds")
 
 

@@ -99,7 +99,7 @@ class IdleCheck:
 
 @dataclass
 class PoolerFigures:
-    road: str
+    path: str
     pool_mode: str
     first: list[float] = field(default_factory=list)
     steady: list[float] = field(default_factory=list)
@@ -117,7 +117,7 @@ class PoolersReport:
     before: str | None
     loadavg_start: str
     loadavg_end: str = ""
-    roads: list[PoolerFigures] = field(default_factory=list)
+    paths: list[PoolerFigures] = field(default_factory=list)
     floors: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -132,7 +132,7 @@ class Report:
     http_tenants: int | None = None
     http_series: int | None = None
     idle: IdleCheck | None = None
-    roads: PoolersReport | None = None
+    poolers: PoolersReport | None = None
     exporter_rss_after_http_mib: float | None = None
     seconds: float = 0.0
 

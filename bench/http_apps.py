@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from exporter.exposition.text import CONTENT_TYPE
 from exporter.http.server import uvicorn_config
 from exporter.http.webconfig import WebConfig
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -18,8 +18,8 @@ from bench.machine import proc_status, session_count
 from bench.refreshes import EXPORTER_APP, SIGNALS
 from devkit.process import running_process
 from devkit.servers import free_port
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 
 ROOT = Path(__file__).resolve().parent.parent
 

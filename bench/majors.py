@@ -66,8 +66,8 @@ from devkit.servers import LocalPostgres
 from devkit.tenants import create_database, create_queues, create_tenants, expected_queue_totals, expected_totals
 from exporter.backlogs import parse_backlogs
 from exporter.exporter import Exporter
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 from exporter.signals import backlog, dlq, preservation
 from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres
 from exporter.sources.transaction import transaction_opening

@@ -1,4 +1,4 @@
-"""The paths to the database ("roads" in the report and its flags), side by side
+"""The connection paths to the database (the exporter directly, or a pooler in between), side by side
 at one tenant count (10,000 by default): the exporter directly, through a
 PgBouncer in session pooling and through one in transaction pooling (Debian's
 1.18), in each pool mode that fits the path;
@@ -10,7 +10,7 @@ The paths are interleaved (one fresh exporter per path per round, `runs`
 rounds), so a shared machine's load spreads over all of them alike; ratios
 are against the direct path in session mode measured in the same rounds.
 
-    .venv/bin/python -m bench.run --tenants 10000 --roads-tenants 10000 --before main
+    .venv/bin/python -m bench.run --tenants 10000 --poolers-tenants 10000 --before main
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, ch
 BEFORE_SCRIPT = """
 import asyncio, json, sys, time
 from exporter.service import build_exporter
-from exporter.settings import load
+from exporter.loading import load
 
 async def main(url, signals, steady):
     exporter = build_exporter(load({"database_url": url, "signals": signals}, {}))
@@ -172,7 +172,7 @@ async def floor_steady(url: str, shape: str, steady: int, deadline: float) -> li
     return times
 
 
-# -- the roads ---------------------------------------------------------------------------------------------------
+# -- the connection paths ----------------------------------------------------------------------------------------------
 
 
 async def measure_poolers(
@@ -192,7 +192,7 @@ async def measure_poolers(
     users = {EXPORTER_ROLE: exporter_password}
     session_bouncer = await asyncio.to_thread(start_pgbouncer, server_port, "session", users)
     transaction_bouncer = await asyncio.to_thread(start_pgbouncer, server_port, "transaction", users)
-    roads = [
+    paths = [
         ("direct", "session", url),
         ("direct", "transaction", url),
         ("PgBouncer 1.18, session pooling", "session", session_bouncer.url(EXPORTER_ROLE, exporter_password, database)),
@@ -202,16 +202,16 @@ async def measure_poolers(
             transaction_bouncer.url(EXPORTER_ROLE, exporter_password, database),
         ),
     ]
-    figures = {(road, mode): PoolerFigures(road, mode) for road, mode, _ in roads}
+    figures = {(path, mode): PoolerFigures(path, mode) for path, mode, _ in paths}
     before_figures = PoolerFigures(f"direct, before ({before})", "session") if before else None
     try:
         with code_or_none(before) as code:
             for round_number in range(runs):
-                for road, mode, road_url in roads:
-                    one = await exporter_round(road_url, mode, steady, signals, check)
-                    merge(figures[(road, mode)], one)
+                for path, mode, path_url in paths:
+                    one = await exporter_round(path_url, mode, steady, signals, check)
+                    merge(figures[(path, mode)], one)
                     print(
-                        f"    round {round_number} {road} / {mode}: first {one.first[0] * 1000:,.0f} ms,"
+                        f"    round {round_number} {path} / {mode}: first {one.first[0] * 1000:,.0f} ms,"
                         f" steady {statistics.median(one.steady) * 1000:,.0f} ms",
                         flush=True,
                     )
@@ -227,7 +227,7 @@ async def measure_poolers(
     finally:
         await asyncio.to_thread(session_bouncer.remove)
         await asyncio.to_thread(transaction_bouncer.remove)
-    report.roads = ([before_figures] if before_figures else []) + list(figures.values())
+    report.paths = ([before_figures] if before_figures else []) + list(figures.values())
     report.loadavg_end = loadavg()
     report.seconds = time.monotonic() - started
     return report
@@ -265,28 +265,28 @@ def ratio(values: list[float], baseline: list[float]) -> str:
 
 
 def markdown(report: PoolersReport) -> list[str]:
-    baseline = next((r.steady for r in report.roads if r.road == "direct" and r.pool_mode == "session"), [])
+    baseline = next((r.steady for r in report.paths if r.path == "direct" and r.pool_mode == "session"), [])
     floor = report.floors.get("implicit", [])
     lines = [
         "",
-        f"## Roads to the database ({report.tenants:,} tenants)",
+        f"## Connection paths to the database ({report.tenants:,} tenants)",
         "",
-        f"{report.runs} rounds, each a fresh exporter per road (first refresh, then {report.steady} steady ones),"
-        " the roads interleaved; PgBouncer 1.18 (Debian's) with default_pool_size 4, in front of the same"
+        f"{report.runs} rounds, each a fresh exporter per path (first refresh, then {report.steady} steady ones),"
+        " the paths interleaved; PgBouncer 1.18 (Debian's) with default_pool_size 4, in front of the same"
         f" server. Load average {report.loadavg_start} before, {report.loadavg_end} after"
         f" ({report.seconds / 60:.1f} min). Times in ms, median (min-max); ratios of steady medians.",
         "",
-        "| road | pool mode | first | steady | steady vs direct session | steady vs floor (implicit)"
+        "| connection path | pool mode | first | steady | steady vs direct session | steady vs floor (implicit)"
         " | statements / prepares per steady refresh | counts exact |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
-    for road in report.roads:
-        failures = f" ({len(road.failures)} failures)" if road.failures else ""
-        exact = "-" if road.correct is None else ("yes" if road.correct else "NO")
-        counts = f"{road.statements_steady} / {road.prepares_steady}" if road.statements_steady else "-"
+    for path in report.paths:
+        failures = f" ({len(path.failures)} failures)" if path.failures else ""
+        exact = "-" if path.correct is None else ("yes" if path.correct else "NO")
+        counts = f"{path.statements_steady} / {path.prepares_steady}" if path.statements_steady else "-"
         lines.append(
-            f"| {road.road} | {road.pool_mode} | {ms(road.first)} | {ms(road.steady)}{failures}"
-            f" | {ratio(road.steady, baseline)} | {ratio(road.steady, floor)} | {counts} | {exact} |"
+            f"| {path.path} | {path.pool_mode} | {ms(path.first)} | {ms(path.steady)}{failures}"
+            f" | {ratio(path.steady, baseline)} | {ratio(path.steady, floor)} | {counts} | {exact} |"
         )
     lines += [
         "",
@@ -297,7 +297,7 @@ def markdown(report: PoolersReport) -> list[str]:
     ]
     for shape, description in FLOOR_SHAPES.items():
         lines.append(f"| {description} | {ms(report.floors[shape])} | {ratio(report.floors[shape], floor)} |")
-    failed = [f"{road.road} / {road.pool_mode}: {failure}" for road in report.roads for failure in road.failures]
+    failed = [f"{path.path} / {path.pool_mode}: {failure}" for path in report.paths for failure in path.failures]
     if failed:
         lines += ["", "Failures: " + "; ".join(failed[:20])]
     return lines

@@ -26,7 +26,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
 from devkit.servers import LocalRedis, start_redis
 from exporter.signals.streams import first_entry_time, pending_summary
-from exporter.sources.redis import RedisSettings, RedisStreams, StreamsReading, stream_commands
+from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery, StreamsReading, stream_commands
 from exporter.timeouts import Timeouts
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -53,6 +53,10 @@ BASE_MS = 1_764_600_000_000
 class Workload:
     pairs: tuple[tuple[str, str], ...]
     deadletters: tuple[str, ...]
+    query: StreamsQuery = field(init=False, repr=False)  # what the signal builds once, at start
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "query", StreamsQuery(self.pairs, self.deadletters))
 
 
 def workload(pairs: int, deadletters: int) -> Workload:
@@ -153,8 +157,8 @@ async def timed(action: Callable[[], Awaitable[object]]) -> float:
 
 
 @dataclass
-class Road:
-    road: str
+class Deployment:
+    deployment: str
     nodes: int
     refresh_ms: float
     refresh_min_ms: float
@@ -168,7 +172,9 @@ class Road:
     exact: bool
 
 
-async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: Workload, rounds: int) -> Road:
+async def bench_deployment(
+    name: str, port: int, cluster: LocalCluster | None, load: Workload, rounds: int
+) -> Deployment:
     client: redis.asyncio.Redis | RedisCluster
     if cluster is None:
         client = redis.asyncio.Redis(host="127.0.0.1", port=port, decode_responses=False, protocol=2)
@@ -186,10 +192,10 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
 
     async def refresh() -> None:
         nonlocal values
-        values = parse(await source.read(load.pairs, load.deadletters), load)
+        values = parse(await source.read(load.query), load)
 
     try:
-        reading = await source.read(load.pairs, load.deadletters)  # warm: connections, slot map
+        reading = await source.read(load.query)  # warm: connections, slot map
         replies = await floor.replies()
         deadletters = zip(reading.lengths, reading.first_entries, strict=True)
         exact = [
@@ -208,7 +214,7 @@ async def bench_road(name: str, port: int, cluster: LocalCluster | None, load: W
         await floor.close()
     trips = await count_round_trips(port, cluster, load)
     mine, base = statistics.median(ours), statistics.median(theirs)
-    return Road(
+    return Deployment(
         name,
         len(floor.clients),
         round(mine, 2),
@@ -238,9 +244,9 @@ async def count_round_trips(port: int, cluster: LocalCluster | None, load: Workl
         client=cluster_client(ports) if cluster is not None else None,
     )
     try:
-        await source.read(load.pairs, load.deadletters)
+        await source.read(load.query)
         before = {p: relay.round_trips for p, relay in relays.items()}
-        await source.read(load.pairs, load.deadletters)
+        await source.read(load.query)
         return {str(p): relays[p].round_trips - before[p] for p in ports}
     finally:
         await source.close()
@@ -252,8 +258,8 @@ async def count_round_trips(port: int, cluster: LocalCluster | None, load: Workl
 
 async def cached_scrape_us(server: LocalRedis, samples: int = 2000) -> float:
     """Microseconds per cached scrape (the page of a fresh streams outcome), in process."""
+    from exporter.loading import load as load_settings
     from exporter.service import build_exporter
-    from exporter.settings import load as load_settings
 
     exporter = build_exporter(load_settings({"redis_url": server.url}, {}))
     try:
@@ -272,10 +278,10 @@ async def cached_scrape_us(server: LocalRedis, samples: int = 2000) -> float:
 async def main_async(pairs: int, deadletters: int, rounds: int) -> dict[str, object]:
     load = workload(pairs, deadletters)
     load_before = os.getloadavg()
-    roads: list[Road] = []
+    deployments: list[Deployment] = []
     standalone = start_redis()
     try:
-        roads.append(await bench_road("standalone", standalone.port, None, load, rounds))
+        deployments.append(await bench_deployment("standalone", standalone.port, None, load, rounds))
         from devkit.streams import create_stream_groups_at
 
         await create_stream_groups_at(standalone.url)
@@ -284,7 +290,7 @@ async def main_async(pairs: int, deadletters: int, rounds: int) -> dict[str, obj
         standalone.remove()
     cluster = start_cluster(masters=3)
     try:
-        roads.append(await bench_road("cluster, 3 masters", cluster.ports[0], cluster, load, rounds))
+        deployments.append(await bench_deployment("cluster, 3 masters", cluster.ports[0], cluster, load, rounds))
     finally:
         cluster.remove()
     return {
@@ -294,24 +300,24 @@ async def main_async(pairs: int, deadletters: int, rounds: int) -> dict[str, obj
         "rounds": rounds,
         "load_average": [load_before[0], os.getloadavg()[0]],
         "cached_scrape_us": cached,
-        "roads": [asdict(road) for road in roads],
+        "deployments": [asdict(deployment) for deployment in deployments],
     }
 
 
 def table(report: dict[str, object]) -> str:
     lines = [
-        "| road | refresh ms (min-max) | floor ms (min-max) | refresh vs floor | round trips per node | values | same"
-        " replies as the floor |",
+        "| deployment | refresh ms (min-max) | floor ms (min-max) | refresh vs floor | round trips per node | values"
+        " | same replies as the floor |",
         "|---|---:|---:|---:|---|---:|---|",
     ]
-    roads = report["roads"]
-    assert isinstance(roads, list)
-    for road in roads:
-        trips = ", ".join(str(n) for n in road["round_trips_per_node"].values())
+    deployments = report["deployments"]
+    assert isinstance(deployments, list)
+    for one in deployments:
+        trips = ", ".join(str(n) for n in one["round_trips_per_node"].values())
         lines.append(
-            f"| {road['road']} | {road['refresh_ms']:.1f} ({road['refresh_min_ms']:.1f}-{road['refresh_max_ms']:.1f})"
-            f" | {road['floor_ms']:.1f} ({road['floor_min_ms']:.1f}-{road['floor_max_ms']:.1f})"
-            f" | {road['ratio']:.2f}x | {trips} | {road['values']} | {'yes' if road['exact'] else 'NO'} |"
+            f"| {one['deployment']} | {one['refresh_ms']:.1f} ({one['refresh_min_ms']:.1f}-{one['refresh_max_ms']:.1f})"
+            f" | {one['floor_ms']:.1f} ({one['floor_min_ms']:.1f}-{one['floor_max_ms']:.1f})"
+            f" | {one['ratio']:.2f}x | {trips} | {one['values']} | {'yes' if one['exact'] else 'NO'} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -16,8 +16,8 @@ from bench.figures import Backend, ExporterFigures, Spread
 from bench.machine import session_backends
 from devkit.tenants import expected_totals
 from exporter.exporter import Exporter
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 from exporter.sources.postgres import Postgres
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
 

@@ -102,8 +102,8 @@ def markdown(report: Report) -> str:
                 f"| {h.app} | {h.encoding} | {h.body_bytes:,} | {h.requests_per_second:,.0f}"
                 f" | {ratio(h.requests_per_second, floors.get(h.encoding, 0))} | {h.p50_ms:.2f} | {h.p99_ms:.2f} |"
             )
-    if report.roads is not None:
-        lines += pooler_bench.markdown(report.roads)
+    if report.poolers is not None:
+        lines += pooler_bench.markdown(report.poolers)
     if report.idle is not None:
         i = report.idle
         lines += [

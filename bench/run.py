@@ -4,7 +4,7 @@ For each tenant count (tenants are added cumulatively to one throwaway stock
 PostgreSQL server):
 
 - exporter: `runs` fresh exporters (exporter.service.build_exporter over
-  exporter.settings.load, defaults); each does a first refresh (new connections:
+  exporter.loading.load, defaults); each does a first refresh (new connections:
   cold backends) then `steady` refreshes; per-signal durations come from the
   signal caches; statements and prepares per refresh from the Postgres client;
   the backend memory of its sessions from /proc/<backend pid>/status;
@@ -72,9 +72,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--http-seconds", type=int, default=10)
     parser.add_argument("--http-tenants", type=int, default=10_000, help="tenant count for the HTTP figures")
     parser.add_argument("--no-http", action="store_true")
-    parser.add_argument("--roads-tenants", type=int, default=10_000, help="tenant count for the roads section")
-    parser.add_argument("--no-roads", action="store_true")
-    parser.add_argument("--before", help="git ref of the exporter to compare with on the direct road (e.g. main)")
+    parser.add_argument(
+        "--poolers-tenants", type=int, default=10_000, help="tenant count for the connection paths (poolers) section"
+    )
+    parser.add_argument("--no-poolers", action="store_true")
+    parser.add_argument("--before", help="git ref of the exporter to compare with, connected directly (e.g. main)")
     parser.add_argument("--quick", action="store_true", help="10,100,1000 tenants, 3 runs, 3 s of wrk")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -125,8 +127,8 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
             report.exporter_rss_after_http_mib = rss_after
             for h in figures:
                 print(f"    http {h.app} {h.encoding}: {h.requests_per_second:,.0f} req/s", flush=True)
-        if count == args.roads_tenants and not args.no_roads:
-            report.roads = await pooler_bench.measure_poolers(
+        if count == args.poolers_tenants and not args.no_poolers:
+            report.poolers = await pooler_bench.measure_poolers(
                 server.port,
                 url,
                 "bench",
@@ -137,7 +139,7 @@ async def run(args: argparse.Namespace, server: LocalPostgres) -> Report:
                 args.before,
                 SIGNALS,
             )
-            print("\n".join(pooler_bench.markdown(report.roads)), flush=True)
+            print("\n".join(pooler_bench.markdown(report.poolers)), flush=True)
         if count == args.counts[0]:
             report.idle = await check_idle_close(url, admin_url)
             print(f"    idle close: {report.idle}", flush=True)

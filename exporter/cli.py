@@ -1,7 +1,7 @@
 """Command line: `orpycamcp-exporter COMMAND [options]`, `serve` when no command is given.
 
 `serve`, `check-config`, `diagnose` and `demo` read the settings through one
-path (exporter.settings.load): `check-config` refuses exactly what `serve`
+path (exporter.loading.load): `check-config` refuses exactly what `serve`
 refuses, with the same words, every invalid setting on a line of its own.
 """
 
@@ -18,7 +18,8 @@ from exporter.arguments import PROG, build_parser, command_parser, option_values
 from exporter.backlogs import load_declarations
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
-from exporter.settings import OPTIONS_BY_NAME, Settings, describe, load, load_some
+from exporter.loading import load, load_some
+from exporter.settings import OPTIONS_BY_NAME, Settings, describe
 from exporter.tools.reference import metrics_table
 
 

@@ -272,7 +272,7 @@ class ArgumentDoesNotFit(SourceError):
 
 class SessionNotKept(SourceError):
     """In session pool mode, a connection's server session did not last from one
-    of its transactions to the next: a transaction pooler is on the road."""
+    of its transactions to the next: a transaction pooler is in between."""
 
     reason = Reason.TRANSACTION_POOLER
 

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from exporter.cache import SignalCache
 from exporter.exposition.assemble import assemble
-from exporter.exposition.text import render
+from exporter.exposition.text import rendered
 from exporter.freshness import redis_lag_samples
 from exporter.identity import DatabaseIdentity
 from exporter.outcomes import Outcome
@@ -88,7 +88,7 @@ class Exporter:
         )
         key = self._key([outcome is not None for outcome in results])
         return await self._pages.get_or_render_aside(
-            key, lambda: render(assemble(names, outcomes, last, self.registry, meta))
+            key, lambda: rendered(assemble(names, outcomes, last, self.registry, meta))
         )
 
     def _redis_link(self) -> tuple[Sample, ...]:

@@ -28,16 +28,29 @@ async def measure(
     clock: Clock = SYSTEM_CLOCK,
 ) -> Outcome:
     """Measure `signal` completely or not at all; `last_success` is kept on failure."""
+    with collections_paused():
+        # The outcome is made inside: a failure's traceback, which holds what the
+        # measurement read, is gone before collections resume (exporter/heap.py).
+        return await _measured(signal, sources, timeouts, registry, last_success, clock)
+
+
+async def _measured(
+    signal: Signal,
+    sources: Sources,
+    timeouts: Timeouts,
+    registry: Registry,
+    last_success: float | None,
+    clock: Clock,
+) -> Outcome:
     started = clock.monotonic()
     try:
-        with collections_paused():
-            async with asyncio.timeout(timeouts.deadline):
-                if signal.source is Source.POSTGRES and sources.postgres is not None:
-                    # A standby too far behind its primary shows no value as current (exporter/freshness.py).
-                    await sources.postgres.require_fresh(signal.name)
-                raw = await signal.measure(sources)
-                # Inside the deadline: holding a large measurement to the registry takes time too.
-                samples = await completing(signal.name, raw, registry)
+        async with asyncio.timeout(timeouts.deadline):
+            if signal.source is Source.POSTGRES and sources.postgres is not None:
+                # A standby too far behind its primary shows no value as current (exporter/freshness.py).
+                await sources.postgres.require_fresh(signal.name)
+            raw = await signal.measure(sources)
+            # Inside the deadline: holding a large measurement to the registry takes time too.
+            samples = await completing(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify
         failure = classify(exc, timeouts.deadline)
         duration = clock.monotonic() - started

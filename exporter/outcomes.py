@@ -4,6 +4,7 @@ exception becomes a reason for the signal to be unmeasured."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -25,7 +26,7 @@ class Outcome:
     """The result of one measurement; `samples` is None when the signal is unmeasured."""
 
     signal: str
-    samples: tuple[Sample, ...] | None
+    samples: Sequence[Sample] | None
     duration: float
     last_success: float | None
     failure: Failure | None = None

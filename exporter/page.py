@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import struct
 import zlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
+
+from exporter.pacing import Pacer
 
 # gzip header: magic, deflate, no flags, mtime 0, no extra flags, unknown OS.
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -84,19 +86,30 @@ class PageCache:
             self._key = key
         return self._page
 
-    async def get_or_render_aside(self, key: Hashable, render: Callable[[], bytes]) -> Page:
-        """get_or_render, the rendering (and the page's compression) in a worker thread: a
-        page of a hundred thousand series takes long enough to hold up the health checks
-        and cached scrapes the event loop serves meanwhile. `render` must be pure."""
+    async def get_or_render_aside(self, key: Hashable, chunks: Callable[[], Iterable[bytes]]) -> Page:
+        """get_or_render without holding up the health checks and cached scrapes the
+        event loop serves meanwhile (a page of a hundred thousand series takes a
+        second to render): the page is rendered on the loop a chunk at a time,
+        handing it back between chunks (exporter/pacing.py), then joined,
+        checksummed and compressed in a worker thread, where zlib lets go of the
+        interpreter. Rendering in the thread would not do: its string work holds
+        the interpreter lock, which the loop's thread then waits for at every
+        turn. `chunks` must be pure."""
         if key != self._key:
-
-            def made() -> Page:
-                page = Page(render())
-                page.gzipped()  # compressed here rather than by the first request, on the loop
-                return page
-
-            page = await asyncio.to_thread(made)
+            pacer = Pacer()
+            parts: list[bytes] = []
+            for chunk in chunks():
+                parts.append(chunk)
+                if pacer.due():
+                    await pacer.hand_back()
+            page = await asyncio.to_thread(_made, parts)
             if key != self._key:
                 self._page = page
                 self._key = key
         return self._page
+
+
+def _made(parts: list[bytes]) -> Page:
+    page = Page(b"".join(parts))
+    page.gzipped()  # compressed here rather than by the first request, on the loop
+    return page

@@ -1,38 +1,33 @@
 """Settings: every option declared once, as a field of `Settings` (plain frozen
-data once loaded), then read and validated, every invalid setting reported at once.
+data once loaded).
 
 An option's declaration (exporter.options.option) holds how it is parsed and
 bounded (the parsers live beside what they parse), its default, its help and its
 environment aliases; its flag is in exporter.flags. The command line
 (exporter.arguments), docs/configuration.md and the checks of `serve`,
-`check-config`, `diagnose` and `healthcheck` all read these declarations;
-exporter.precedence reads each option (flag, environment, default); the rules
-below are what involves several options at once. The components get their
-values in exporter.service, by name.
+`check-config`, `diagnose` and `healthcheck` all read these declarations.
+The path of a value: exporter.loading.load reads each option (exporter.precedence:
+flag, environment, default), applies the rules that involve several options
+(exporter.option_rules) and returns a `Settings`; the components get their
+values in exporter.service, by keyword.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.backlogs import NO_DECLARATIONS, Backlog, load_declarations
+from exporter.backlogs import Backlog
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.errors import ConfigError
 from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import ListenAddress, ListenParser
-from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.options import Choice, Count, Names, Option, Refused, Seconds, Switch, Text, declared, option
-from exporter.precedence import OptionReading
-from exporter.secret_file import read_secret
-from exporter.signals import BY_NAME as SIGNALS_BY_NAME
-from exporter.signals import Source
+from exporter.http.webconfig import WebConfig
+from exporter.options import Choice, Count, Names, Option, Seconds, Switch, Text, declared, option
 from exporter.sources.dsn import PostgresUrl
 from exporter.sources.pool_mode import Mode, PoolMode
-from exporter.sources.redis_tls import NO_TLS, RedisTls, TlsFileError, load_tls
-from exporter.sources.redis_url import RedisUrl, parse_redis_url
+from exporter.sources.redis_tls import NO_TLS, RedisTls
+from exporter.sources.redis_url import RedisUrl
 
 DEFAULT_PORT = 9874
 # Unused database connections are closed after this many TTLs (when not set).
@@ -194,7 +189,7 @@ class Settings:
     )
     log_format: str = option(Choice(("text", "json")), "log format", metavar="FORMAT", default="text")
     log_level: str = option(Choice(("debug", "info", "warning", "error")), "log level", metavar="LEVEL", default="info")
-    # Derived from the options above by the rules of `load`.
+    # Derived from the options above when loaded (exporter.loading).
     backlogs: tuple[Backlog, ...] = ()
     redis_tls: RedisTls = NO_TLS
     streams: DeclaredStreams = NO_STREAMS
@@ -230,117 +225,5 @@ OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 
 
 def describe(name: str) -> str:
+    """The option `name` as errors name it: its flag and environment variable."""
     return OPTIONS_BY_NAME[name].describe()
-
-
-def _url_or_file(reading: OptionReading, url_name: str, file_name: str) -> str | None:
-    url, path = reading.values[url_name], reading.values[file_name]
-    if path is None:
-        return url  # type: ignore[no-any-return]
-    if url is not None:
-        reading.refuse(url_name, f"give it or {describe(file_name)}, not both")
-        return None
-
-    def from_file() -> str:
-        text = read_secret(path)
-        try:
-            parsed: str = OPTIONS_BY_NAME[url_name].parse(text, reading.env)
-        except Refused as exc:
-            raise Refused(f"{path}: {exc.problem}") from None
-        return parsed
-
-    return reading.check(file_name, from_file)  # type: ignore[no-any-return]
-
-
-def _signals(
-    reading: OptionReading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...], streams: DeclaredStreams
-) -> tuple[str, ...]:
-    given: tuple[str, ...] | None = reading.values["signals"]
-    # Declared backlogs read PostgreSQL, after the built-in signals.
-    sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
-    sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
-    if backlogs and not configured[Source.POSTGRES]:
-        reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
-    if streams and not configured[Source.REDIS]:
-        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
-    if given is None:
-        enabled = tuple(name for name, source in sources.items() if configured[source])
-        if not enabled:
-            reading.refuse("database_url", "no PostgreSQL database or Redis is configured")
-        return enabled
-    for name in given:
-        if name not in sources:
-            reading.refuse("signals", f"unknown signal {name!r} (known: {', '.join(sources)})")
-        elif not configured[sources[name]]:
-            needed = "database_url" if sources[name] is Source.POSTGRES else "redis_url"
-            reading.refuse(needed, f"signal {name!r} needs it")
-    # Registry order, whatever order they were given in.
-    return tuple(name for name in sources if name in given)
-
-
-def _redis_tls(parsed: Mapping[str, Any]) -> RedisTls:
-    """The TLS flags, their files read and parsed now; only with a TLS URL."""
-    tls = RedisTls(
-        ca_file=parsed["redis_tls_ca_file"],
-        cert_file=parsed["redis_tls_cert_file"],
-        key_file=parsed["redis_tls_key_file"],
-        skip_verify=bool(parsed["redis_tls_skip_verify"]),
-    )
-    if not tls.given:
-        return tls
-    files = {"ca_file": "redis_tls_ca_file", "cert_file": "redis_tls_cert_file", "key_file": "redis_tls_key_file"}
-    url = parsed["redis_url"]
-    if url is None or not parse_redis_url(url).tls:
-        flag = next((name for field, name in files.items() if getattr(tls, field)), "redis_tls_skip_verify")
-        raise ConfigError(describe(flag), "TLS to Redis needs a rediss:// URL (rediss+sentinel://, rediss+cluster://)")
-    try:
-        load_tls(tls)
-    except TlsFileError as exc:
-        raise ConfigError(describe(files[exc.which]), str(exc)) from None
-    return tls
-
-
-def _given(reading: OptionReading, *names: str) -> bool:
-    refused = {describe(name) for name in names}
-    return any(reading.values[name] is not None for name in names) or any(
-        error.setting in refused for error in reading.errors
-    )
-
-
-def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
-    """Settings from CLI values (None where not given), then the environment, then the
-    defaults; InvalidSettings lists every invalid setting."""
-    reading = OptionReading(OPTIONS_BY_NAME, values, env, OPTIONS_BY_NAME)
-    parsed = reading.values
-    ttl, deadline = parsed["ttl"], parsed["deadline"]
-    if ttl is not None and deadline is not None and deadline >= ttl:
-        reading.refuse("deadline", f"must be below the TTL ({deadline:g} >= {ttl:g})")
-    if parsed["idle_close"] is None and ttl is not None:
-        parsed["idle_close"] = IDLE_CLOSE_TTLS * ttl
-    # A URL given but refused counts as configured: not reported a second time as missing.
-    given = {
-        Source.POSTGRES: _given(reading, "database_url", "database_url_file"),
-        Source.REDIS: _given(reading, "redis_url", "redis_url_file"),
-    }
-    parsed["database_url"] = _url_or_file(reading, "database_url", "database_url_file")
-    parsed["redis_url"] = _url_or_file(reading, "redis_url", "redis_url_file")
-    # A Redis URL given but refused is reported already: its TLS flags are not judged against it.
-    refused_url = given[Source.REDIS] and parsed["redis_url"] is None
-    redis_tls = NO_TLS if refused_url else reading.check("redis_tls_ca_file", lambda: _redis_tls(parsed)) or NO_TLS
-    path = parsed["backlogs_file"]
-    declared = (
-        reading.check("backlogs_file", lambda: load_declarations(path, describe("backlogs_file"))) if path else None
-    ) or NO_DECLARATIONS
-    web_path = parsed["web_config_file"]
-    web = reading.check("web_config_file", lambda: load_web_config(web_path)) if web_path else WebConfig()
-    parsed["signals"] = _signals(reading, given, declared.backlogs, declared.streams)
-    reading.done()
-    return Settings(**parsed, backlogs=declared.backlogs, streams=declared.streams, redis_tls=redis_tls, web=web)
-
-
-def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:
-    """Only the named options (e.g. the health check's address and web config), parsed;
-    InvalidSettings lists every invalid one."""
-    reading = OptionReading(OPTIONS_BY_NAME, values, env, names)
-    reading.done()
-    return reading.values

@@ -8,7 +8,10 @@ The cost is linear in the samples and the registered combinations (a set
 lookup per sample). With a hundred thousand declared pairs that is still a
 fraction of a second of CPU: `completing` does it in steps, handing the event
 loop back between them, so a health check or a cached scrape is not held up
-and the measurement's deadline can cut it.
+and the measurement's deadline can cut it. What it returns is kept per
+family as one value per registered combination (exporter/samples.py), not as
+a Sample object per value: an outcome kept for the TTL is then a few objects
+for the garbage collector, however many series it holds.
 """
 
 from __future__ import annotations
@@ -18,15 +21,17 @@ import math
 from collections.abc import Generator, Iterable
 
 from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
-from exporter.samples import Sample
+from exporter.samples import CompletedSamples, FamilyValues, Sample
 from registry import Registry
 
 STEP = 500  # samples between two hand-backs of the event loop (a few milliseconds of work)
 
 
-def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Generator[None, None, tuple[Sample, ...]]:
+def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Generator[None, None, CompletedSamples]:
     """The completion, yielding every STEP samples; returns the completed samples."""
-    measured: dict[tuple[str, tuple[str, ...]], float] = {}
+    # Per family, the value of each label combination measured: keyed by the
+    # signal's own label tuples, so no key is built per sample.
+    measured: dict[str, dict[tuple[str, ...], float]] = {}
     # Every value outside the registry is gathered, so that one measurement names them all.
     outside: dict[str, list[tuple[tuple[str, ...], float]]] = {}
     labels_of: dict[str, tuple[str, ...]] = {}
@@ -44,44 +49,49 @@ def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Genera
         value = sample.value
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise InvalidValue(signal, family.name, value)
-        key = (family.name, sample.labels)
-        if key in measured:
+        values = measured.setdefault(family.name, {})
+        if sample.labels in values:
             raise DuplicateSample(signal, family.name, sample.labels)
-        measured[key] = float(value)
+        values[sample.labels] = float(value)
     for name, met in outside.items():
         raise UnregisteredLabelValue(signal, name, labels_of[name], met)
 
-    completed: list[Sample] = []
+    parts: list[FamilyValues] = []
     for family in registry.families_of(signal):
+        values = measured.pop(family.name, {})
+        found: list[float] = []
+        kept: list[tuple[str, ...]] = []  # a sparse family's combinations measured, in registry order
         for count, combination in enumerate(family.combinations, 1):
             if count % STEP == 0:
                 yield
-            found = measured.get((family.name, combination))
-            if found is None and not family.sparse:
-                found = 0.0
-            if found is not None:
-                completed.append(Sample(family.name, combination, found))
-    return tuple(completed)
+            got = values.get(combination)
+            if family.sparse:
+                if got is None:
+                    continue
+                kept.append(combination)
+            found.append(0.0 if got is None else got)
+        parts.append(FamilyValues(family.name, tuple(kept) if family.sparse else family.combinations, tuple(found)))
+    return CompletedSamples(parts)
 
 
-def complete(signal: str, samples: Iterable[Sample], registry: Registry) -> tuple[Sample, ...]:
+def complete(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
     """Validate `samples` of `signal` against `registry` and return them in registry order, zeros filled in."""
     steps = _steps(signal, samples, registry)
     while True:
         try:
             next(steps)
         except StopIteration as done:
-            result: tuple[Sample, ...] = done.value
+            result: CompletedSamples = done.value
             return result
 
 
-async def completing(signal: str, samples: Iterable[Sample], registry: Registry) -> tuple[Sample, ...]:
+async def completing(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
     """`complete`, handing the event loop back every STEP samples."""
     steps = _steps(signal, samples, registry)
     while True:
         try:
             next(steps)
         except StopIteration as done:
-            result: tuple[Sample, ...] = done.value
+            result: CompletedSamples = done.value
             return result
         await asyncio.sleep(0)

@@ -137,8 +137,8 @@ local lib = import 'lib.libsonnet';
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
           ),
-          // The bus is one, but each cluster's exporters reach it on their own
-          // road (network policy, URL, credentials, ACL): a cluster that cannot
+          // The bus is one, but each cluster's exporters reach it their own way
+          // (network policy, URL, credentials, ACL): a cluster that cannot
           // read it while another does leaves the bus values to the others alone.
           // Only while some cluster reads it: OrpycamcpSignalUnmeasured covers none,
           // and takes over when the last reader stops (this alert keeps firing

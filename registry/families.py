@@ -23,6 +23,12 @@ from registry.values import (
 
 META = "meta"
 
+
+def meta_family(name: str, help: str, *, type: MetricType = MetricType.GAUGE, sparse: bool = False) -> Family:
+    """A family of the exporter's own state, without labels: one series, or none when sparse."""
+    return Family(name=name, help=help, signal=META, type=type, sparse=sparse)
+
+
 SIGNAL_MEASURED = Family(
     name=PREFIX + "signal_measured",
     help="1 if the last measurement of the signal was complete, 0 if it could not be verified.",
@@ -155,18 +161,16 @@ DEADLETTER_OLDEST = Family(
     combinations=single(DEADLETTER_STREAMS),
     sparse=True,
 )
-REDIS_REPLICA_LAG = Family(
-    name=PREFIX + "redis_replica_lag_seconds",
-    help="How far behind its master the Redis replica the streams are read from may be: seconds since it last"
+REDIS_REPLICA_LAG = meta_family(
+    PREFIX + "redis_replica_lag_seconds",
+    "How far behind its master the Redis replica the streams are read from may be: seconds since it last"
     " heard from its master, or since its link went down; absent when the server read is a master.",
-    signal=META,
     sparse=True,
 )
-DATABASE_REPLAY_LAG = Family(
-    name=PREFIX + "database_replay_lag_seconds",
-    help="How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
+DATABASE_REPLAY_LAG = meta_family(
+    PREFIX + "database_replay_lag_seconds",
+    "How far the hot standby the exporter reads from lags behind its primary (0 when it has replayed"
     " all it received from a connected primary); absent on a primary.",
-    signal=META,
     sparse=True,
 )
 # Which database the exporter measures, as the database itself says: PostgreSQL's
@@ -205,58 +209,29 @@ BUILD_INFO = Family(
 )
 # The HTTP server's own state, not a measurement: read when a page is sent
 # (exporter.http.connections), never cached with the measured families.
-HTTP_CONNECTIONS = Family(
-    name=PREFIX + "exporter_http_connections",
-    help="HTTP connections open now, idle ones included.",
-    signal=META,
-)
-HTTP_CONNECTIONS_SHED = Family(
-    name=PREFIX + "exporter_http_connections_shed_total",
-    help="HTTP connections closed to stay under the connection cap, the longest idle first.",
-    signal=META,
+HTTP_CONNECTIONS = meta_family(PREFIX + "exporter_http_connections", "HTTP connections open now, idle ones included.")
+HTTP_CONNECTIONS_SHED = meta_family(
+    PREFIX + "exporter_http_connections_shed_total",
+    "HTTP connections closed to stay under the connection cap, the longest idle first.",
     type=MetricType.COUNTER,
 )
 
 # The process itself, with the names, types and units of the Prometheus client
 # libraries, so dashboards and rules written for any exporter read them; sampled
 # when a page is sent (exporter.process), absent where /proc cannot be read.
-PROCESS_START_TIME = Family(
-    name="process_start_time_seconds",
-    help="Start time of the process since unix epoch in seconds.",
-    signal=META,
-    sparse=True,
+PROCESS_START_TIME = meta_family(
+    "process_start_time_seconds", "Start time of the process since unix epoch in seconds.", sparse=True
 )
-PROCESS_CPU = Family(
-    name="process_cpu_seconds_total",
-    help="Total user and system CPU time spent in seconds.",
-    signal=META,
+PROCESS_CPU = meta_family(
+    "process_cpu_seconds_total",
+    "Total user and system CPU time spent in seconds.",
     type=MetricType.COUNTER,
     sparse=True,
 )
-PROCESS_RESIDENT_MEMORY = Family(
-    name="process_resident_memory_bytes",
-    help="Resident memory size in bytes.",
-    signal=META,
-    sparse=True,
-)
-PROCESS_VIRTUAL_MEMORY = Family(
-    name="process_virtual_memory_bytes",
-    help="Virtual memory size in bytes.",
-    signal=META,
-    sparse=True,
-)
-PROCESS_OPEN_FDS = Family(
-    name="process_open_fds",
-    help="Number of open file descriptors.",
-    signal=META,
-    sparse=True,
-)
-PROCESS_MAX_FDS = Family(
-    name="process_max_fds",
-    help="Maximum number of open file descriptors.",
-    signal=META,
-    sparse=True,
-)
+PROCESS_RESIDENT_MEMORY = meta_family("process_resident_memory_bytes", "Resident memory size in bytes.", sparse=True)
+PROCESS_VIRTUAL_MEMORY = meta_family("process_virtual_memory_bytes", "Virtual memory size in bytes.", sparse=True)
+PROCESS_OPEN_FDS = meta_family("process_open_fds", "Number of open file descriptors.", sparse=True)
+PROCESS_MAX_FDS = meta_family("process_max_fds", "Maximum number of open file descriptors.", sparse=True)
 
 FAMILIES: tuple[Family, ...] = (
     SIGNAL_MEASURED,

@@ -10,8 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.exporter import Exporter
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 

@@ -49,7 +49,7 @@ OTHER_TOOLS_FLAGS = {
     "--skip-extras": "python -m bench.majors",
     "--steady": "python -m bench.sharded",
     "--clusters": "python -m bench.sharded",
-    "--roads-tenants": "python -m bench.run",
+    "--poolers-tenants": "python -m bench.run",
     "--require-hashes": "pip install",
     "--no-deps": "pip install",
     "--no-build-isolation": "pip install",
@@ -173,8 +173,8 @@ def test_slugs_follow_github() -> None:
     assert github_slug("PgBouncer and other poolers") == "pgbouncer-and-other-poolers"
     assert github_slug("Thanos, Mimir, federation") == "thanos-mimir-federation"
     assert (
-        github_slug("Roads to the database (full run: `python -m bench.run --before e35bd72`)")
-        == "roads-to-the-database-full-run-python--m-benchrun---before-e35bd72"
+        github_slug("Connection paths to the database (full run: `python -m bench.run --before e35bd72`)")
+        == "connection-paths-to-the-database-full-run-python--m-benchrun---before-e35bd72"
     )
     assert github_slug("How the exporter reads 10,000 schemas (exporter/sources/postgres.py)") == (
         "how-the-exporter-reads-10000-schemas-exportersourcespostgrespy"

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from exporter.exposition.text import FamilySamples
 from exporter.outcomes import Outcome
 from exporter.reasons import Reason
-from exporter.samples import Sample
+from exporter.samples import Sample, family_parts
 from registry import TAIL_FAMILIES, VERSION, Registry
 from registry.families import (
     BUILD_INFO,
@@ -36,31 +36,35 @@ def assemble(
     replay lag), emitted as given.
     """
     # Keyed by family and signal: the parts of a shared family (one per
-    # declared backlog) each keep their own labels.
-    by_family: dict[tuple[str, str], list[Sample]] = {(f.name, f.signal): [] for f in registry.families}
+    # declared backlog) each keep their own labels. A measured part is passed
+    # on as the outcome keeps it (exporter/samples.py): no Sample is made here.
+    by_family: dict[tuple[str, str], Sequence[Sample]] = {(f.name, f.signal): () for f in registry.families}
     meta_key = registry.meta
+    # The exporter's own families (measured, failure, durations, meta): made here.
+    own: dict[str, list[Sample]] = {f.name: [] for f in registry.families if f.signal == meta_key}
     for signal in enabled:
         outcome = outcomes.get(signal)
         known = outcome or last.get(signal)
         measured = outcome is not None and outcome.samples is not None
-        by_family[SIGNAL_MEASURED.name, meta_key].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
+        own[SIGNAL_MEASURED.name].append(Sample(SIGNAL_MEASURED.name, (signal,), 1 if measured else 0))
         if not measured:
             reason = outcome.failure.reason if outcome is not None and outcome.failure else Reason.SCRAPE_TIMEOUT
-            by_family[SIGNAL_FAILURE.name, meta_key].append(Sample(SIGNAL_FAILURE.name, (signal, reason.value), 1))
+            own[SIGNAL_FAILURE.name].append(Sample(SIGNAL_FAILURE.name, (signal, reason.value), 1))
         if known is not None and known.last_success is not None:
-            by_family[SIGNAL_LAST_SUCCESS.name, meta_key].append(
-                Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success)
-            )
+            own[SIGNAL_LAST_SUCCESS.name].append(Sample(SIGNAL_LAST_SUCCESS.name, (signal,), known.last_success))
         if known is not None:
-            by_family[SIGNAL_DURATION.name, meta_key].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
+            own[SIGNAL_DURATION.name].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
         if outcome is not None and outcome.samples is not None:
-            for sample in outcome.samples:
-                by_family[sample.family, signal].append(sample)
+            for name, part in family_parts(outcome.samples):
+                key = (name, signal)
+                if key not in by_family:
+                    raise KeyError(f"family {name} is not registered for signal {signal}")
+                by_family[key] = [*by_family[key], *part] if by_family[key] else part
     for sample in meta:
-        by_family[sample.family, registry.meta].append(sample)
-    by_family[BUILD_INFO.name, meta_key].append(Sample(BUILD_INFO.name, (VERSION,), 1))
+        own[sample.family].append(sample)
+    own[BUILD_INFO.name].append(Sample(BUILD_INFO.name, (VERSION,), 1))
     return [
-        FamilySamples(family, by_family[family.name, family.signal])
+        FamilySamples(family, own[family.name] if family.signal == meta_key else by_family[family.name, family.signal])
         for family in registry.families
         if family not in TAIL_FAMILIES
     ]

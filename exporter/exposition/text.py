@@ -8,7 +8,7 @@ Consecutive parts of one family (same name) share one HELP and TYPE header.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from exporter.samples import Sample
@@ -58,7 +58,18 @@ def format_value(value: float) -> str:
     return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
+LINES_PER_CHUNK = 1024  # lines rendered, joined and encoded at a time (a millisecond or two)
+
+
 def render(families: Sequence[FamilySamples]) -> bytes:
+    return b"".join(rendered(families))
+
+
+def rendered(families: Sequence[FamilySamples]) -> Iterator[bytes]:
+    """The page, a chunk of lines at a time: a page of a hundred thousand series
+    takes a second to render, which the event loop does between other work
+    (exporter/page.py), and one join and encode of all its lines would hold
+    the interpreter for tens of milliseconds."""
     lines: list[str] = []
     written: str | None = None
     for family, samples in families:
@@ -77,6 +88,14 @@ def render(families: Sequence[FamilySamples]) -> bytes:
                 lines.append(f"{family.name}{{{pairs}}} {format_value(sample.value)}")
             else:
                 lines.append(f"{family.name} {format_value(sample.value)}")
-    if not lines:
-        return b""
-    return ("\n".join(lines) + "\n").encode("utf-8")
+            if len(lines) >= LINES_PER_CHUNK:
+                yield _encoded(lines)
+                lines = []
+    if lines:
+        yield _encoded(lines)
+
+
+def _encoded(lines: list[str]) -> bytes:
+    """Lines, each ended by a newline, as UTF-8."""
+    lines.append("")
+    return "\n".join(lines).encode("utf-8")

@@ -9,6 +9,8 @@ import os
 import resource
 from typing import NamedTuple
 
+from exporter.flags import flag_of
+
 log = logging.getLogger("orpycamcp.http")
 
 # Kept free for the database and Redis clients, the listening socket, the
@@ -55,7 +57,8 @@ def connection_cap(budget: FdBudget, database_connections: int, configured: int 
     if configured is not None:
         if configured > available:
             log.warning(
-                "--web.max-connections %d exceeds the file-descriptor budget (soft limit %d): %d used",
+                "%s %d exceeds the file-descriptor budget (soft limit %d): %d used",
+                flag_of("http_max_connections"),
                 configured,
                 budget.soft,
                 available,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from exporter.errors import ConfigError
-from exporter.http.webconfig import TlsConfig, WebConfig, load_web_config
+from exporter.http.webconfig import SETTING, TlsConfig, WebConfig, load_web_config
 
 log = logging.getLogger("orpycamcp.webconfig")
 
@@ -114,7 +114,7 @@ class ReloadingWebConfig:
             config = load_web_config(self.path)
             if _fixed(config.tls) != _fixed(self._config.tls):
                 raise ConfigError(
-                    "--web.config.file",
+                    SETTING,
                     "turning TLS on or off, or changing client_auth_type, min_version or max_version, takes a restart",
                 )
             context = config.tls.context() if config.tls is not None else None

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from exporter.errors import ConfigError
+from exporter.flags import flag_of
 from exporter.printable import has_control
 from exporter.yamlfile import YamlError, excerpt, parse_yaml, read_capped
 
-SETTING = "--web.config.file"
+SETTING = flag_of("web_config_file")
 
 TLS_VERSIONS = {
     "TLS10": ssl.TLSVersion.TLSv1,

@@ -20,7 +20,6 @@ built-in ones and those declared at start, all in one round trip.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,7 +28,7 @@ from exporter.errors import ContractViolation, RedisTooOld
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.sources import Sources
-from exporter.sources.redis import StreamsReading
+from exporter.sources.redis import StreamsQuery, StreamsReading
 from registry import Registry
 from registry.families import (
     DEADLETTER_ENTRIES,
@@ -126,44 +125,38 @@ def first_entry_time(where: str, entries: object) -> float:
     return entry_time(where, first[0])
 
 
-PAIRS_PER_STEP = 100  # pairs parsed between two hand-backs of the event loop
-
-
-def sample_parts(
+def samples_from(
     reading: StreamsReading,
     groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
     deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
-) -> Iterator[list[Sample]]:
-    """The samples of `reading`, a part per PAIRS_PER_STEP pairs."""
-    infos = {
-        stream: groups_by_name(f"XINFO GROUPS {stream}", reply)
-        for stream, reply in zip(dict.fromkeys(stream for stream, _ in groups), reading.groups, strict=True)
-    }
-    samples: list[Sample] = []
-    for number, ((stream, group), summary, consumers) in enumerate(
-        zip(groups, reading.pending, reading.consumers, strict=True), 1
-    ):
+) -> Iterator[Sample]:
+    """The samples of `reading`, made as they are read: the validation that
+    consumes them hands the event loop back as it goes (exporter/validate.py),
+    and each stream's XINFO GROUPS is looked at when its first pair is."""
+    streams = reading.streams if reading.streams is not None else dict.fromkeys(stream for stream, _ in groups)
+    group_replies = dict(zip(streams, reading.groups, strict=True))
+    infos: dict[str, dict[bytes, Mapping[str, object]]] = {}
+    for (stream, group), summary, consumers in zip(groups, reading.pending, reading.consumers, strict=True):
         labels = (stream, group)
         count, oldest = pending_summary(f"XPENDING {stream} {group}", summary)
-        samples.append(Sample(STREAM_PENDING.name, labels, count))
+        yield Sample(STREAM_PENDING.name, labels, count)
         if oldest is not None:
-            samples.append(Sample(STREAM_OLDEST_PENDING.name, labels, oldest))
-        lag = undelivered(f"XINFO GROUPS {stream} ({group})", infos[stream].get(group.encode()))
+            yield Sample(STREAM_OLDEST_PENDING.name, labels, oldest)
+        info = infos.get(stream)
+        if info is None:
+            info = infos[stream] = groups_by_name(f"XINFO GROUPS {stream}", group_replies[stream])
+        lag = undelivered(f"XINFO GROUPS {stream} ({group})", info.get(group.encode()))
         if lag is not None:
-            samples.append(Sample(STREAM_UNDELIVERED.name, labels, lag))
+            yield Sample(STREAM_UNDELIVERED.name, labels, lag)
         known, idle = consumers_idle(f"XINFO CONSUMERS {stream} {group}", consumers)
-        samples.append(Sample(STREAM_CONSUMERS.name, labels, known))
+        yield Sample(STREAM_CONSUMERS.name, labels, known)
         if idle is not None:
-            samples.append(Sample(STREAM_CONSUMER_IDLE.name, labels, idle))
-        if number % PAIRS_PER_STEP == 0:
-            yield samples
-            samples = []
+            yield Sample(STREAM_CONSUMER_IDLE.name, labels, idle)
     for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
         entries = _count(f"XLEN {stream}", length)
-        samples.append(Sample(DEADLETTER_ENTRIES.name, (stream,), entries))
+        yield Sample(DEADLETTER_ENTRIES.name, (stream,), entries)
         if entries:
-            samples.append(Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first)))
-    yield samples
+            yield Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first))
 
 
 def samples_of(
@@ -171,23 +164,18 @@ def samples_of(
     groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
     deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
 ) -> list[Sample]:
-    return [sample for part in sample_parts(reading, groups, deadletter_streams) for sample in part]
+    return list(samples_from(reading, groups, deadletter_streams))
 
 
-async def measure(
-    groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], sources: Sources
-) -> list[Sample]:
-    reading = await sources.require_redis(NAME).read(groups, deadletter_streams, signal=NAME)
-    samples: list[Sample] = []
-    for part in sample_parts(reading, groups, deadletter_streams):
-        samples += part
-        await asyncio.sleep(0)  # a health check or a cached scrape gets its turn
-    return samples
+async def measure(query: StreamsQuery, sources: Sources) -> Iterator[Sample]:
+    reading = await sources.require_redis(NAME).read(query, signal=NAME)
+    return samples_from(reading, query.groups, query.deadletter_streams)
 
 
 def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> Signal:
     """The streams signal reading these (stream, group) pairs and dead-letter streams."""
-    return Signal(name=NAME, source=Source.REDIS, measure=functools.partial(measure, groups, deadletter_streams))
+    query = StreamsQuery(groups, deadletter_streams)
+    return Signal(name=NAME, source=Source.REDIS, measure=functools.partial(measure, query))
 
 
 def signal_of(registry: Registry) -> Signal:

@@ -30,14 +30,15 @@ from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.connection import Connection
 
 from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
+from exporter.pacing import Pacer
 from exporter.reasons import Reason
 from exporter.sources.redis_errors import reply_error
 from exporter.sources.redis_exchange import exchange
 
-ROUTED_PER_STEP = 1_000
-
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
+# Per node: the commands sent, with their results, and those whose result is an error.
+Answered = list[tuple[ClusterNode, list[PipelineCommand], list[PipelineCommand]]]
 
 REDIRECTS: tuple[tuple[type[redis.exceptions.ResponseError], str], ...] = (
     (redis.exceptions.MovedError, "MOVED"),
@@ -77,42 +78,45 @@ class ClusterReader:
         await self.cluster.nodes_manager.aclose("startup_nodes")
 
     async def _read(self, commands: Sequence[Command]) -> list[object]:
+        pacer = Pacer()
         by_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
         for position, command in enumerate(commands):
-            if position % ROUTED_PER_STEP == ROUTED_PER_STEP - 1:
-                await asyncio.sleep(0)  # routing 200,000 commands takes a while: the loop gets its turns
+            if pacer.due():
+                await pacer.hand_back()  # routing 200,000 commands takes a while: the loop gets its turns
             node = self.cluster.nodes_manager.get_node_from_slot(self.cluster.keyslot(command[1]))
             by_node.setdefault(node.name, (node, []))[1].append(PipelineCommand(position, *command))
         first = await _round(list(by_node.values()))
         _refuse_redirects(first, follow_ask=True)
         asked: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
-        for node, sent in first:
-            for pipelined in sent:
+        for node, _, failed in first:
+            for pipelined in failed:
                 if isinstance(pipelined.result, redis.exceptions.AskError):
                     target = self._asked_node(node, pipelined, pipelined.result)
                     entry = asked.setdefault(target.name, (target, []))
                     entry[1].append(PipelineCommand(-1, "ASKING"))  # lets the next command in
                     entry[1].append(PipelineCommand(pipelined.position, *pipelined.args))
         second = await _round(list(asked.values())) if asked else []
-        for node, sent in second:
-            for pipelined in sent:
-                if pipelined.position < 0 and isinstance(pipelined.result, BaseException):
+        for node, _, failed in second:
+            for pipelined in failed:
+                if pipelined.position < 0:
                     raise _naming(node, reply_error(pipelined.result, ("ASKING",)))  # NOPERM: the ACL lacks +asking
         _refuse_redirects(second, follow_ask=False)
-        replies: list[object] = [None] * len(commands)
-        errors: list[tuple[int, BaseException]] = []
-        for node, sent in first + second:
-            for pipelined in sent:
-                result = pipelined.result
-                if pipelined.position < 0 or isinstance(result, redis.exceptions.AskError):
-                    continue  # ASKING's OK; an ASK answered in the second round
-                if isinstance(result, BaseException):
-                    errors.append(
-                        (pipelined.position, _naming(node, reply_error(result, commands[pipelined.position])))
-                    )
-                replies[pipelined.position] = result
+        errors = [
+            (pipelined.position, _naming(node, reply_error(pipelined.result, commands[pipelined.position])))
+            for node, _, failed in first + second
+            for pipelined in failed
+            if pipelined.position >= 0 and not isinstance(pipelined.result, redis.exceptions.AskError)
+        ]
         if errors:
             raise min(errors, key=lambda error: error[0])[1]
+        replies: list[object] = [None] * len(commands)
+        for _, sent, _ in first + second:
+            for pipelined in sent:
+                if pacer.due():
+                    await pacer.hand_back()
+                # ASKING's OK and an ASK answered in the second round are not replies.
+                if pipelined.position >= 0 and not isinstance(pipelined.result, redis.exceptions.AskError):
+                    replies[pipelined.position] = pipelined.result
         return replies
 
     def _asked_node(self, node: ClusterNode, pipelined: PipelineCommand, ask: redis.exceptions.AskError) -> ClusterNode:
@@ -122,15 +126,17 @@ class ClusterReader:
         return target
 
 
-async def _round(nodes: Pipelines) -> Pipelines:
+async def _round(nodes: Pipelines) -> Answered:
     """One pipeline per node, all at once; raises the first node's failure, if any."""
     # Every node's pipeline runs to its end (or its timeout) before any failure is
     # reported: none is left mid-reply on a connection that goes back to the pool.
     done = await asyncio.gather(*(_pipeline(node, sent) for node, sent in nodes), return_exceptions=True)
-    for (node, _), outcome in zip(nodes, done, strict=True):
+    answered: Answered = []
+    for (node, sent), outcome in zip(nodes, done, strict=True):
         if isinstance(outcome, BaseException):
             raise _naming(node, outcome)
-    return nodes
+        answered.append((node, sent, outcome))
+    return answered
 
 
 async def _checked(connection: Connection) -> None:
@@ -148,15 +154,17 @@ async def _checked(connection: Connection) -> None:
             raise redis.exceptions.ConnectionError("Connection not ready") from None
 
 
-async def _pipeline(node: ClusterNode, commands: list[PipelineCommand]) -> None:
+async def _pipeline(node: ClusterNode, commands: list[PipelineCommand]) -> list[PipelineCommand]:
     """`commands` on one of the node's connections, checked first, in one exchange;
-    each command's reply (or the error Redis answered) in its `result`."""
+    each command's reply (or the error Redis answered) in its `result`; returns
+    the commands answered with an error."""
     connection = node.acquire_connection()
     try:
         await _checked(connection)
-        replies = await exchange(connection, [command.args for command in commands], node.parse_response)
+        replies, errors = await exchange(connection, [command.args for command in commands], node.parse_response)
         for command, reply in zip(commands, replies, strict=True):
             command.result = reply
+        return [commands[position] for position in errors]
     finally:
         node.release(connection)
 
@@ -202,10 +210,10 @@ def _naming(node: ClusterNode, error: BaseException) -> BaseException:
     return error
 
 
-def _refuse_redirects(nodes: Pipelines, follow_ask: bool) -> None:
+def _refuse_redirects(nodes: Answered, follow_ask: bool) -> None:
     """ClusterChanged for the first redirect (an ASK only when it is not to be followed)."""
-    for node, sent in nodes:
-        for pipelined in sent:
+    for node, _, failed in nodes:
+        for pipelined in failed:
             for error_type, word in REDIRECTS:
                 if isinstance(pipelined.result, error_type) and not (follow_ask and word == "ASK"):
                     raise ClusterChanged(node.name, _shown(pipelined), f"{word} {pipelined.result}")

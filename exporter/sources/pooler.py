@@ -127,7 +127,10 @@ class SessionWatch:
         except PoolerUndecided as undecided:
             # As before the probe: every pass still checks the server process and
             # every statement name, so a changed session is found, never read.
-            log.warning("the road to the database was not checked: %s; checked on every pass instead", undecided)
+            log.warning(
+                "whether the connection path keeps sessions was not checked: %s; checked on every pass instead",
+                undecided,
+            )
             return
         except BaseException:
             connection.terminate()

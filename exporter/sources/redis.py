@@ -21,6 +21,7 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
+from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.cluster_read import ClusterReader, Command
@@ -54,6 +55,7 @@ class StreamsReading:
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
     first_entries: tuple[object, ...]  # XRANGE - + COUNT 1, one per dead-letter stream
     replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
+    streams: tuple[str, ...] | None = None  # the stream of each XINFO GROUPS reply, when the query gave them
 
 
 def streams_of(groups: Sequence[tuple[str, str]]) -> tuple[str, ...]:
@@ -74,11 +76,26 @@ def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Seque
     return commands
 
 
-def reading_of(
-    replies: Sequence[object], groups: Sequence[tuple[str, str]], replica: ReplicaLink | None
-) -> StreamsReading:
-    pairs = len(groups)
-    streams = len(streams_of(groups))
+@dataclass(frozen=True)
+class StreamsQuery:
+    """What a reading asks, and its commands: made once, when the signal is built,
+    since the pairs are known at start (a hundred thousand of them take a tenth
+    of a second to turn into commands, too long to hold the event loop for
+    at every reading)."""
+
+    groups: tuple[tuple[str, str], ...] = field(repr=False)
+    deadletter_streams: tuple[str, ...] = field(repr=False)
+    streams: tuple[str, ...] = field(init=False, repr=False)
+    commands: tuple[Command, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "streams", streams_of(self.groups))
+        object.__setattr__(self, "commands", tuple(stream_commands(self.groups, self.deadletter_streams)))
+
+
+def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaLink | None) -> StreamsReading:
+    pairs = len(query.groups)
+    streams = len(query.streams)
     rest = replies[2 * pairs + streams :]
     return StreamsReading(
         pending=tuple(replies[:pairs]),
@@ -87,11 +104,12 @@ def reading_of(
         lengths=tuple(rest[0::2]),
         first_entries=tuple(rest[1::2]),
         replica=replica,
+        streams=query.streams,
     )
 
 
 Client = RedisClient
-MAX_STALENESS_SETTING = "--redis.replica-max-staleness"
+MAX_STALENESS_SETTING = flag_of("redis_replica_max_staleness")
 
 
 class RedisStreams:
@@ -119,19 +137,15 @@ class RedisStreams:
     def _get_client(self) -> Client:
         return self._get_clients().client
 
-    async def read(
-        self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str = "streams"
-    ) -> StreamsReading:
+    async def read(self, query: StreamsQuery, signal: str = "streams") -> StreamsReading:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news).
         Redis's refusals are raised as the exporter's typed errors (redis_errors)."""
         with translating():
-            return await self._read(groups, deadletter_streams, signal)
+            return await self._read(query, signal)
 
-    async def _read(
-        self, groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str], signal: str
-    ) -> StreamsReading:
-        commands = stream_commands(groups, deadletter_streams)
+    async def _read(self, query: StreamsQuery, signal: str) -> StreamsReading:
+        commands = query.commands
         clients = self._get_clients()
         client = clients.client
         if isinstance(client, RedisCluster):
@@ -139,7 +153,7 @@ class RedisStreams:
             if self._cluster is None or self._cluster.cluster is not client:
                 self._cluster = ClusterReader(client)
             # A cluster's masters are read, never a replica: a node that is one redirects.
-            return reading_of(await self._cluster.read(commands), groups, None)
+            return reading_of(await self._cluster.read(commands), query, None)
         try:
             await clients.before_read()  # behind sentinels: the master they name now
             assert isinstance(client, redis.asyncio.Redis)
@@ -149,7 +163,8 @@ class RedisStreams:
             try:
                 # Errors come back in place rather than raised, with the server's error
                 # code (NOGROUP, WRONGTYPE, MOVED, ...) in their message.
-                replies = await exchange(connection, [("INFO", "replication"), *commands], client.parse_response)
+                sent = (("INFO", "replication"), *commands)
+                replies, errors = await exchange(connection, sent, client.parse_response)
             finally:
                 await pool.release(connection)
         except BaseException:
@@ -163,10 +178,11 @@ class RedisStreams:
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
         link = self.replica_link = redis_link(clients.server(), info)
         require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
-        for reply, command in zip(replies[1:], commands, strict=True):
-            if isinstance(reply, redis.exceptions.ResponseError):
-                raise reply_error(reply, command)
-        return reading_of(replies[1:], groups, link)
+        for position in errors:  # the first error reply, INFO's being checked above
+            error = replies[position]
+            if position > 0 and isinstance(error, redis.exceptions.ResponseError):
+                raise reply_error(error, commands[position - 1])
+        return reading_of(replies[1:], query, link)
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""

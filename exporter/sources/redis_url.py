@@ -1,6 +1,6 @@
 """The Redis URL, parsed and validated completely at start.
 
-Three roads, each plain or over TLS:
+Three deployment kinds, each plain or over TLS:
 
 - standalone: `redis://[user:password@]host[:port][/DB]`, `rediss://...`, or
   `unix://[user:password@]/path/to/socket[?db=DB]`;
@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from exporter.errors import InvalidRedisUrl
+from exporter.flags import flag_of
 from exporter.options import Refused
 from exporter.sources import dsn, url_secrets
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379
-DEFAULT_SETTING = "--redis-url"
+DEFAULT_SETTING = flag_of("redis_url")
 
 
 class RedisKind(StrEnum):
@@ -84,7 +85,7 @@ class RedisTarget:
     sentinel_password: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
-        """The road in words, without credentials: for diagnose and the logs."""
+        """The deployment in words, without credentials: for diagnose and the logs."""
         nodes = ",".join(_show_node(host, port) for host, port in self.nodes) or f"socket {self.socket_path}"
         tls = " over TLS" if self.tls else ""
         if self.kind is RedisKind.SENTINEL:

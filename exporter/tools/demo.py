@@ -16,7 +16,7 @@ import redis.asyncio
 from exporter import logs
 from exporter.contract import sql
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.settings import load
+from exporter.loading import load
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 

@@ -78,14 +78,14 @@ async def _first_failing_tenant(
 
 class Described(NamedTuple):
     """What describing PostgreSQL found: whether it could be read, and the failure
-    every PostgreSQL signal shares when the road gives no usable session."""
+    every PostgreSQL signal shares when the connection path gives no usable session."""
 
     readable: bool
-    road: Failure | None = None
+    path_failure: Failure | None = None
 
 
-async def _road_failure(exc: Exception, postgres: Postgres, timeouts: Timeouts) -> tuple[Failure, str]:
-    """The failure of a road that gave no session, and its hint."""
+async def _path_failure(exc: Exception, postgres: Postgres, timeouts: Timeouts) -> tuple[Failure, str]:
+    """The failure of a connection path that gave no session, and its hint."""
     failure = classify(exc, timeouts.deadline)
     if failure.reason is Reason.TIMEOUT:
         host = await accepting_host(postgres.settings.url, timeouts.lock)
@@ -96,17 +96,17 @@ async def _road_failure(exc: Exception, postgres: Postgres, timeouts: Timeouts) 
 
 
 async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callable[[str], None]) -> Described:
-    """What the server and the road to it are. The road is checked first: when it
-    gives no session, or none that fits the pool mode, nothing is read on it."""
+    """What the server and the connection path to it are. The path is checked first: when
+    it gives no session, or none that fits the pool mode, nothing is read through it."""
     say(f"PostgreSQL {redact_url(postgres.settings.url)}")
     probe: SessionProbe | None = None
     try:
         async with asyncio.timeout(timeouts.deadline):
             probe = await postgres.probe_session()
     except PoolerUndecided as undecided:
-        say(f"warn pool mode: the road was not checked: {undecided.evidence}")
+        say(f"warn pool mode: whether the connection path keeps sessions was not checked: {undecided.evidence}")
     except Exception as exc:  # reported as a reason, like any measurement
-        failure, advice = await _road_failure(exc, postgres, timeouts)
+        failure, advice = await _path_failure(exc, postgres, timeouts)
         say(f"  cannot connect: {failure.reason}: {failure.detail}")
         say(f"  hint: {advice}")
         return Described(False, failure)
@@ -115,7 +115,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
         say(f"FAIL pool mode session, but a transaction pooler is in front of the database ({probe.evidence})")
         say(f"     hint: {hint(Reason.TRANSACTION_POOLER)}")
         return Described(
-            False, Failure(Reason.TRANSACTION_POOLER, f"the road does not keep sessions ({probe.evidence})")
+            False, Failure(Reason.TRANSACTION_POOLER, f"the connection path does not keep sessions ({probe.evidence})")
         )
     try:
         async with asyncio.timeout(timeouts.deadline):
@@ -144,7 +144,7 @@ async def _describe_postgres(postgres: Postgres, timeouts: Timeouts, say: Callab
 
 
 async def _describe_redis(redis: RedisStreams, timeouts: Timeouts, say: Callable[[str], None]) -> bool:
-    """The road the URL takes to Redis and, behind sentinels, the master they name;
+    """The Redis deployment the URL names (standalone, Sentinel, Cluster) and, behind sentinels, the master they name;
     False when the sentinels cannot name one."""
     say(f"Redis {shown(redis.settings.url)}: {redis.settings.target.describe()}")
     try:
@@ -237,16 +237,16 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     catalog = catalog_of(settings.backlogs, settings.streams)
     sources = build_sources(settings)
     healthy = True
-    road: Failure | None = None
+    path_failure: Failure | None = None
     try:
         if sources.postgres is not None:
-            healthy, road = await _describe_postgres(sources.postgres, timeouts, say)
+            healthy, path_failure = await _describe_postgres(sources.postgres, timeouts, say)
         if sources.redis is not None:
             healthy = await _describe_redis(sources.redis, timeouts, say) and healthy
         for name in settings.signals:
-            if road is not None and catalog.signals[name].source is Source.POSTGRES:
-                # Not measured: it would only wait for the same road again.
-                say(f"FAIL {name}: not measurable: {road.reason}: {road.detail}")
+            if path_failure is not None and catalog.signals[name].source is Source.POSTGRES:
+                # Not measured: it would only wait for the same connection path again.
+                say(f"FAIL {name}: not measurable: {path_failure.reason}: {path_failure.detail}")
                 say("     hint: see PostgreSQL above")
                 continue
             try:
@@ -256,7 +256,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                 say(f"FAIL {name}: not measurable: {failure.reason}: {failure.detail}")
                 say(f"     hint: {hint(failure.reason)}")
                 healthy = False
-        if sources.postgres is not None and road is None:
+        if sources.postgres is not None and path_failure is None:
             await _check_plans(settings, sources.postgres, say)
             await _check_times(settings, sources.postgres, say)
     finally:

@@ -26,7 +26,7 @@ from exporter.arguments import build_parser, option_values, with_command
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.http.listen import ListenAddress
 from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.settings import load_some
+from exporter.loading import load_some
 
 PATH = "/-/healthy"
 # The options the probe reads.

@@ -50,7 +50,7 @@ HINTS: dict[Reason, str] = {
     Reason.SQL_ERROR: "the server refused a statement: see the SQLSTATE in the detail and the server's log",
     Reason.TRANSACTION_POOLER: "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
     " database, and the exporter runs in session pool mode: set"
-    f" {setting('pool_mode', 'transaction')} and restart it; `diagnose` checks the road",
+    f" {setting('pool_mode', 'transaction')} and restart it; `diagnose` checks the connection path",
     Reason.STATEMENT_POOLER: "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
     " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
     f" {setting('pool_mode', 'transaction')}",

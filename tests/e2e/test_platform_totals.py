@@ -18,7 +18,6 @@ Figures are printed for the record.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -37,7 +36,7 @@ import yaml
 
 from devkit import mixin
 from devkit.process import RunningProcess, exporter_process
-from devkit.servers import PostgresServer, RedisServer, free_port, postgres_server
+from devkit.servers import PostgresServer, RedisServer, free_port
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import (
@@ -50,8 +49,8 @@ from tests.e2e.stack import (
     reload_prometheus,
     wait_for,
 )
-from tests.e2e.test_sharded import EAST, SHARDS, WEST, load, pending
-from tests.platform import Platform, create_platform
+from tests.e2e.test_sharded import EAST, SHARDS, WEST, pending, shard_exporter_args, two_shards
+from tests.platform import Platform
 
 RENDERS: dict[str, dict[str, Any]] = {
     "orpycamcp-exporter": {},
@@ -162,25 +161,12 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
     folder = tmp_path_factory.mktemp("platform-totals")
     stuck_group(redis.url)
     webhook = Webhook()
-    with ExitStack() as stack, postgres_server() as west_server:
+    with ExitStack() as stack:
         stack.callback(webhook.close)
-        east = asyncio.run(create_platform(pg_server))
-        west = asyncio.run(create_platform(west_server))
-        asyncio.run(load(east, EAST))
-        asyncio.run(load(west, WEST))
+        east, west, _ = stack.enter_context(two_shards(pg_server))
 
         def started(platform: Platform) -> RunningProcess:
-            args = [
-                "--database-url",
-                platform.exporter_url,
-                "--redis-url",
-                redis.url,
-                "--ttl",
-                "1",
-                "--deadline",
-                "0.8",
-            ]
-            return stack.enter_context(exporter_process(args, folder))
+            return stack.enter_context(exporter_process(shard_exporter_args(platform, redis.url), folder))
 
         exporters = {"east": [started(east), started(east)], "west": [started(west), started(west)]}
         unreachable = free_port()  # nothing listens there: west's exporters, as the `renamed` job sees them

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -136,6 +136,22 @@ async def load(platform: Platform, shard: Shard) -> None:
         await platform.add_retry(retry.slug, retry.artifact_id, retry.artifact, retry.phase, retry.status)
 
 
+@contextmanager
+def two_shards(pg_server: PostgresServer) -> Iterator[tuple[Platform, Platform, PostgresServer]]:
+    """East on the session's server, west on a server of its own, each loaded with its shard."""
+    with postgres_server() as west_server:
+        east = asyncio.run(create_platform(pg_server))
+        west = asyncio.run(create_platform(west_server))
+        asyncio.run(load(east, EAST))
+        asyncio.run(load(west, WEST))
+        yield east, west, west_server
+
+
+def shard_exporter_args(platform: Platform, redis_url: str) -> list[str]:
+    """One shard's exporter: its own database, the platform's one Redis, refreshed every second."""
+    return ["--database-url", platform.exporter_url, "--redis-url", redis_url, "--ttl", "1", "--deadline", "0.8"]
+
+
 def load_streams(url: str) -> None:
     """The platform's one event bus: one message delivered and never acknowledged."""
     client = redis.Redis.from_url(url, decode_responses=True)
@@ -243,35 +259,17 @@ class ShardedStack:
 def sharded(pg_server: PostgresServer, redis: RedisServer, tmp_path: Path) -> Iterator[ShardedStack]:
     load_streams(redis.url)
     rules = write_shortened_rules(tmp_path / "rules.yml", for_duration="2s", interval="1s", offset="10s")
-    with postgres_server() as west_server:
-        east = asyncio.run(create_platform(pg_server))
-        west = asyncio.run(create_platform(west_server))
-        asyncio.run(load(east, EAST))
-        asyncio.run(load(west, WEST))
-
-        def args(platform: Platform) -> list[str]:
-            return [
-                "--database-url",
-                platform.exporter_url,
-                "--redis-url",
-                redis.url,
-                "--ttl",
-                "1",
-                "--deadline",
-                "0.8",
-            ]
-
-        with ExitStack() as stack:
-            targets = [
-                Targets(
-                    (stack.enter_context(exporter_process(args(platform), tmp_path)).port,),
-                    {"orpycamcp_cluster": shard.cluster, "pod": f"orpycamcp-exporter-{shard.cluster}-{replica}"},
-                )
-                for platform, shard in ((east, EAST), (west, WEST))
-                for replica in range(REPLICAS)
-            ]
-            prom = stack.enter_context(prometheus(targets, None, rules, tmp_path))
-            yield ShardedStack(east, west, west_server, prom)
+    with two_shards(pg_server) as (east, west, west_server), ExitStack() as stack:
+        targets = [
+            Targets(
+                (stack.enter_context(exporter_process(shard_exporter_args(platform, redis.url), tmp_path)).port,),
+                {"orpycamcp_cluster": shard.cluster, "pod": f"orpycamcp-exporter-{shard.cluster}-{replica}"},
+            )
+            for platform, shard in ((east, EAST), (west, WEST))
+            for replica in range(REPLICAS)
+        ]
+        prom = stack.enter_context(prometheus(targets, None, rules, tmp_path))
+        yield ShardedStack(east, west, west_server, prom)
 
 
 def test_totals_over_clusters_are_complete_or_absent(sharded: ShardedStack) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from exporter.backlogs import Condition, Scope, load_backlogs, parse_backlogs
 from exporter.errors import BacklogConfigError, ConfigError
-from exporter.settings import load
+from exporter.loading import load
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"

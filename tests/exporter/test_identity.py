@@ -1,4 +1,4 @@
-"""The database's identity on the page, read from the database on every road:
+"""The database's identity on the page, read from the database on every connection path:
 directly, through PgBouncer in session and transaction pooling, on a hot
 standby and through a multi-host URL (the same as on the primary), for every
 replica of the exporter; two databases of one instance, and two instances,

@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from exporter.errors import Closed
+from exporter.loading import load
 from exporter.service import postgres_settings
-from exporter.settings import load
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts
 from tests.platform import Platform

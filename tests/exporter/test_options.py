@@ -17,9 +17,10 @@ import pytest
 from exporter.cache import SignalCache
 from exporter.errors import InvalidSettings
 from exporter.http.limits import bounded_protocol
+from exporter.loading import load
 from exporter.options import Option
 from exporter.service import build_sources, timeouts_of
-from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings, load
+from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings
 from exporter.sources.postgres import PostgresSettings
 from exporter.sources.redis import RedisSettings
 from exporter.timeouts import Timeouts

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from exporter.errors import ConfigError, InvalidSettings
-from exporter.settings import load
+from exporter.loading import load
 from exporter.sources.dsn import redact as redact_url
 from exporter.sources.pool_mode import PoolMode
 

@@ -12,7 +12,7 @@ from registry import BUILTIN
 
 def test_zeros_are_filled_and_sparse_families_stay_absent() -> None:
     samples = complete("dlq", [Sample("orpycamcp_dlq_pending_events", ("workflow-service",), 2)], BUILTIN)
-    assert samples == (
+    assert tuple(samples) == (
         Sample("orpycamcp_dlq_pending_events", ("signature-service",), 0.0),
         Sample("orpycamcp_dlq_pending_events", ("workflow-service",), 2.0),
         Sample("orpycamcp_dlq_pending_events", ("notification-service",), 0.0),

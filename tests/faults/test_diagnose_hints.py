@@ -82,7 +82,7 @@ async def test_pgbouncer_up_with_its_server_down_says_so(platform: Platform) -> 
     assert f"hint: {NO_SESSION_HINT}" in done.stdout
     assert "server behind a pooler (PgBouncer) is down" in NO_SESSION_HINT
     assert LOCKS not in done.stdout
-    # The signals are not measured again on a road that gave no session.
+    # The signals are not measured again through a connection path that gave no session.
     assert done.stdout.count("accepts connections but gave no session") == 1 + len(POSTGRES_SIGNALS)
 
 

@@ -59,7 +59,9 @@ def serve_start(*args: str) -> tuple[int | None, str]:
                 process.communicate(timeout=30)
 
 
-def assert_agree(option: str, path: Path) -> None:
+def assert_agree(option: str, path: Path, text: str) -> None:
+    """`check-config` and `serve` given `text` as the file of `option` refuse it alike, or both accept it."""
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
     checked = check_config(*SOURCES, option, str(path))
     code, served = serve_start(*SOURCES, option, str(path))
     for output in (checked.stdout + checked.stderr, served):
@@ -80,17 +82,13 @@ def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @few(fast=6, ci=12)
 @given(text=documents(DECLARATIONS))
 def test_check_config_and_serve_agree_on_a_declarations_file(directory: Path, text: str) -> None:
-    path = directory / "backlogs.yml"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    assert_agree("--backlogs.config-file", path)
+    assert_agree("--backlogs.config-file", directory / "backlogs.yml", text)
 
 
 @few(fast=6, ci=12)
 @given(text=documents(WEB))
 def test_check_config_and_serve_agree_on_a_web_config(directory: Path, text: str) -> None:
-    path = directory / "web.yml"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    assert_agree("--web.config.file", path)
+    assert_agree("--web.config.file", directory / "web.yml", text)
 
 
 def printed(url: str) -> str:

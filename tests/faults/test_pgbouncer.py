@@ -1,4 +1,4 @@
-"""The fault matrix on the PgBouncer road (Debian's PgBouncer in front of a real
+"""The fault matrix through a pooler (Debian's PgBouncer in front of a real
 PostgreSQL): the pooler restarted, the pooler paused with PAUSE / RESUME on its
 admin console, and PostgreSQL restarted behind the pooler. Same checks as every
 fault: the scrape answers in time, the PostgreSQL signals are unmeasured while
@@ -111,7 +111,7 @@ async def test_postgres_restarted_behind_pgbouncer_costs_no_measurement(
 ) -> None:
     """The server sessions behind the pooler are replaced: in session pooling the pooler
     drops the client connection (replaced on the next use), in transaction pooling
-    it lends a new session; neither is mistaken for a road that does not keep sessions."""
+    it lends a new session; neither is mistaken for a pooler that does not keep sessions."""
     capture(caplog)
     platform = await create_platform(own_pg)
     await seeded(platform)

@@ -18,7 +18,7 @@ from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.tools.hints import REDIS_ACL, REDIS_CLUSTER_RIGHTS, hint
 from registry.values import DEADLETTER_STREAMS
-from tests.redis_roads import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
+from tests.redis_streams import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
 
 pytestmark = pytest.mark.anyio
 

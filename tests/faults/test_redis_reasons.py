@@ -14,14 +14,14 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from devkit.servers import LocalRedis, ServerUnavailable, free_port
+from exporter.loading import load
 from exporter.reasons import Reason
-from exporter.settings import load
 from exporter.signals.base import Source
 from exporter.tools import throwaway
 from exporter.tools.diagnose import diagnose
 from exporter.tools.hints import REDIS_ACL, hint
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
-from tests.redis_roads import (
+from tests.redis_streams import (
     counts_of,
     expected_values,
     failure_of,

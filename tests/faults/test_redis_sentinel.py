@@ -23,7 +23,7 @@ from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.sources.redis_tls import RedisTls
 from exporter.tools.hints import hint
-from tests.redis_roads import (
+from tests.redis_streams import (
     Values,
     counts_of,
     expected_values,

@@ -1,4 +1,4 @@
-"""A fault of the hot-standby road: the standby the exporter reads from is
+"""A fault of reading from a hot standby: the standby the exporter reads from is
 promoted mid-run. With prefer-standby the signals stay measured, exactly, and
 the replay-lag gauge goes away; with standby (and no standby left) they become
 unmeasured with a reason naming what each host is, never a stale or partial

@@ -33,9 +33,10 @@ from exporter.errors import ConfigError, InvalidSettings
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.http.app import create_app
+from exporter.loading import load
 from exporter.outcomes import Outcome
 from exporter.service import build_exporter, catalog_of
-from exporter.settings import Settings, load
+from exporter.settings import Settings
 from exporter.signals.backlog import Counts
 from exporter.validate import complete
 from tests.hypotheses import examples

@@ -19,8 +19,8 @@ from starlette.types import ASGIApp, Message
 
 from exporter.http.app import create_app
 from exporter.http.webconfig import WebConfig
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import load
 from tests.hypotheses import examples
 
 USER, PASSWORD = "prometheus", "scrape-pass"

@@ -32,8 +32,9 @@ from hypothesis import strategies as st
 
 from exporter import logs
 from exporter.errors import ConfigError, InvalidSettings
+from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.settings import Settings, load
+from exporter.settings import Settings
 from exporter.sources import dsn
 from exporter.sources.dsn import redact as redact_url
 from exporter.sources.redis_url import parse_redis_url, shown

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition.text import CONTENT_TYPE, FamilySamples, format_value, render
+from exporter.exposition.text import CONTENT_TYPE, LINES_PER_CHUNK, FamilySamples, format_value, render
 from exporter.samples import Sample
 from registry import Family
 
@@ -47,6 +47,25 @@ def test_golden_page() -> None:
         b't_labelled{a="x",b="y"} 0.5\n'
         b't_labelled{a="q\\"uo\\\\te",b="new\\nline"} 0\n'
     )
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1, LINES_PER_CHUNK + 5])
+def test_a_page_of_several_chunks_is_the_lines_in_order(extra: int) -> None:
+    # Around the chunk size (the headers are two lines of the first chunk).
+    count = LINES_PER_CHUNK - 2 + extra
+    wide = Family(
+        name="t_wide", help="Many.", signal="t", labels=("n",), combinations=tuple((str(i),) for i in range(count))
+    )
+    page = render(
+        [
+            FamilySamples(wide, [Sample("t_wide", (str(i),), i) for i in range(count)]),
+            FamilySamples(PLAIN, [Sample("t_plain", (), 1)]),
+        ]
+    )
+    expected = [b"# HELP t_wide Many.", b"# TYPE t_wide gauge"]
+    expected += [f't_wide{{n="{i}"}} {i}'.encode() for i in range(count)]
+    expected += [b"# HELP t_plain A plain gauge.", b"# TYPE t_plain gauge", b"t_plain 1"]
+    assert page == b"\n".join(expected) + b"\n"
 
 
 def test_empty_family_is_left_out_and_empty_page_is_empty() -> None:

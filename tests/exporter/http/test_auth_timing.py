@@ -21,8 +21,9 @@ def cost(hashed: bytes) -> int:
     return int(hashed[4:6])
 
 
-@pytest.mark.parametrize("rounds", [5, 7])
-async def test_an_unknown_user_costs_what_a_wrong_password_costs(monkeypatch: pytest.MonkeyPatch, rounds: int) -> None:
+def spied_auth(monkeypatch: pytest.MonkeyPatch, rounds: int) -> tuple[BasicAuth, dict[str, bytes], list[bytes]]:
+    """Basic auth of one user, "prometheus" with the password "right" hashed at `rounds`,
+    and the hashes bcrypt is asked to check, in order."""
     users = {"prometheus": bcrypt.hashpw(b"right", bcrypt.gensalt(rounds=rounds))}
     checked: list[bytes] = []
     real = bcrypt.checkpw
@@ -32,7 +33,12 @@ async def test_an_unknown_user_costs_what_a_wrong_password_costs(monkeypatch: py
         return real(password, hashed)
 
     monkeypatch.setattr(bcrypt, "checkpw", spy)
-    basic = BasicAuth(app, StaticWebConfig(WebConfig(basic_auth_users=users)))
+    return BasicAuth(app, StaticWebConfig(WebConfig(basic_auth_users=users))), users, checked
+
+
+@pytest.mark.parametrize("rounds", [5, 7])
+async def test_an_unknown_user_costs_what_a_wrong_password_costs(monkeypatch: pytest.MonkeyPatch, rounds: int) -> None:
+    basic, users, checked = spied_auth(monkeypatch, rounds)
     assert not await basic._check(users, "prometheus", "wrong")
     assert not await basic._check(users, "intruder", "wrong")
     # The placeholder's own password, presented by an unknown user, still fails.
@@ -44,16 +50,7 @@ async def test_an_unknown_user_costs_what_a_wrong_password_costs(monkeypatch: py
 async def test_a_password_longer_than_bcrypt_reads_costs_what_a_wrong_one_costs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    users = {"prometheus": bcrypt.hashpw(b"right", bcrypt.gensalt(rounds=6))}
-    checked: list[bytes] = []
-    real = bcrypt.checkpw
-
-    def spy(password: bytes, hashed: bytes) -> bool:
-        checked.append(hashed)
-        return real(password, hashed)
-
-    monkeypatch.setattr(bcrypt, "checkpw", spy)
-    basic = BasicAuth(app, StaticWebConfig(WebConfig(basic_auth_users=users)))
+    basic, users, checked = spied_auth(monkeypatch, 6)
     assert not await basic._check(users, "prometheus", "p" * 80)
     assert not await basic._check(users, "intruder", "p" * 80)
     assert [cost(h) for h in checked] == [6, 6]

@@ -1,4 +1,4 @@
-"""The roads to one PostgreSQL: TLS with verify-full (and a client
+"""The ways to connect to one PostgreSQL: TLS with verify-full (and a client
 certificate), a wrong CA, a unix socket (and a socket directory that does not
 exist), a password with URL-special characters, PGPASSWORD and PGPASSFILE,
 and URLs from files. Real servers; certificates made by trustme."""

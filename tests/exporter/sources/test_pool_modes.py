@@ -1,5 +1,5 @@
-"""Every road to the database: directly and through Debian's PgBouncer (session and
-transaction pooling), in both pool modes. Exact values on every road that fits
+"""Every connection path to the database: directly and through Debian's PgBouncer (session
+and transaction pooling), in both pool modes. Exact values on every path that fits
 its mode; the default mode through a transaction pooler never reports a value
 and says what to set; the read-only transaction and its limits hold through
 the pooler, and nothing is left in the server session the pooler lends."""
@@ -18,10 +18,10 @@ from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
 from exporter.errors import DatabaseRefused
 from exporter.exporter import Exporter
+from exporter.loading import load
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.service import postgres_settings
-from exporter.settings import load
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL
 from exporter.sources.postgres import Postgres
@@ -41,7 +41,7 @@ VALUE_PREFIXES = ("orpycamcp_dlq_", "orpycamcp_preservation_", "orpycamcp_audit_
 
 
 @dataclass(frozen=True)
-class Road:
+class ConnectionPath:
     """How the exporter reaches the database, and the pool mode it runs in."""
 
     pooler: str | None  # PgBouncer's pool_mode, None: directly
@@ -49,15 +49,15 @@ class Road:
 
     @property
     def id(self) -> str:
-        return f"{self.pooler or 'direct'}-road-{self.mode.value}-mode"
+        return f"{self.pooler or 'direct'}-path-{self.mode.value}-mode"
 
 
-ROADS = [
-    Road(None, PoolMode.SESSION),
-    Road(None, PoolMode.TRANSACTION),
-    Road("session", PoolMode.SESSION),
-    Road("session", PoolMode.TRANSACTION),
-    Road("transaction", PoolMode.TRANSACTION),
+CONNECTION_PATHS = [
+    ConnectionPath(None, PoolMode.SESSION),
+    ConnectionPath(None, PoolMode.TRANSACTION),
+    ConnectionPath("session", PoolMode.SESSION),
+    ConnectionPath("session", PoolMode.TRANSACTION),
+    ConnectionPath("transaction", PoolMode.TRANSACTION),
 ]
 
 
@@ -131,17 +131,17 @@ def refresh_every_scrape(exporter: Exporter) -> None:
         cache.ttl = 0
 
 
-@pytest.mark.parametrize("road", ROADS, ids=[road.id for road in ROADS])
-async def test_exact_values_across_refreshes_on_every_road(
-    platform: Platform, bouncers: dict[str, LocalPgBouncer], road: Road
+@pytest.mark.parametrize("path", CONNECTION_PATHS, ids=[path.id for path in CONNECTION_PATHS])
+async def test_exact_values_across_refreshes_on_every_connection_path(
+    platform: Platform, bouncers: dict[str, LocalPgBouncer], path: ConnectionPath
 ) -> None:
     await seed(platform)
     ledger = Ledger(platform)
     # Batches of 2 tenants: several statements per signal, over both connections.
     exporter = make_exporter(
-        exporter_url(platform, bouncers, road.pooler),
+        exporter_url(platform, bouncers, path.pooler),
         signals="dlq,preservation,audit_chain",
-        pool_mode=road.mode.value,
+        pool_mode=path.mode.value,
         batch_size="2",
     )
     refresh_every_scrape(exporter)
@@ -150,7 +150,7 @@ async def test_exact_values_across_refreshes_on_every_road(
             await ledger.add(round_number)
             page = await scrape(exporter)
             for signal in POSTGRES_SIGNALS:
-                assert page.measured(signal) == 1, (road, round_number, signal)
+                assert page.measured(signal) == 1, (path, round_number, signal)
             ledger.assert_exact(page)
             assert page.get("orpycamcp_audit_chain_breaks") == 0
     finally:
@@ -166,7 +166,7 @@ async def test_session_mode_through_a_transaction_pooler_never_reports_a_value(
     ledger = Ledger(platform)
     # PgBouncer lends its server sessions last-in first-out by default (an idle
     # client gets the same one back every time), first-in first-out with
-    # server_round_robin: the road is found out either way, before any reading.
+    # server_round_robin: the pooler is found out either way, before any reading.
     users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
     with pgbouncer_server(pg_server.port, "transaction", users, {"server_round_robin": round_robin}) as bouncer:
         # The default pool mode; one tenant per statement: many named statements on each connection.
@@ -201,7 +201,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
     platform: Platform, pg_server: PostgresServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     # As many server sessions as the exporter's connections: the second connection
-    # of the road check gets none in time once both lanes are open.
+    # of the session check gets none in time once both lanes are open.
     caplog.set_level(logging.WARNING)
     await seed(platform)
     ledger = Ledger(platform)
@@ -223,7 +223,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
                 ledger.assert_exact(page)
         finally:
             await exporter.close()
-    assert any("the road to the database was not checked" in r.getMessage() for r in caplog.records)
+    assert any("whether the connection path keeps sessions was not checked" in r.getMessage() for r in caplog.records)
 
 
 def transaction_client(url: str, deadline: float) -> Postgres:

@@ -13,7 +13,7 @@ from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
 from exporter.errors import Closed
-from exporter.sources.redis import RedisSettings, RedisStreams
+from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.waits import wait_until
@@ -45,10 +45,10 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
     await proxy.start()
     streams = RedisStreams(RedisSettings(proxy.url, replica_max_staleness=60), Timeouts(2.0))
     try:
-        await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)  # opens and sets up the connection
+        await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))  # opens and sets up the connection
         assert proxy.connections == 1
         before = proxy.round_trips
-        reading = await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+        reading = await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert proxy.round_trips - before == 1
         assert proxy.connections == 1  # the connection is kept between measurements
         assert len(reading.pending) == len(STREAM_GROUPS)
@@ -67,7 +67,7 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
     try:
         started = time.monotonic()
         with pytest.raises(RedisConnectionError):
-            await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+            await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert time.monotonic() - started < 1.0
         assert proxy.connections == 1
     finally:
@@ -78,7 +78,7 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
 async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis: LocalRedis, db: Redis) -> None:
     streams = RedisStreams(RedisSettings(redis.url, replica_max_staleness=60), Timeouts(2.0))
     try:
-        await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+        await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert len(await exporter_clients(db)) == 1
         await streams.close()
         await streams.close()  # closing twice is harmless
@@ -90,7 +90,7 @@ async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis
         assert await exporter_clients(db) == []
 
         with pytest.raises(Closed, match="the Redis reader is closed"):
-            await streams.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+            await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert await exporter_clients(db) == []
     finally:
         await streams.close()

@@ -24,7 +24,7 @@ from exporter.outcomes import Outcome
 from exporter.reasons import Reason
 from exporter.signals import streams
 from exporter.sources import Sources
-from exporter.sources.redis import RedisSettings, RedisStreams
+from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry import BUILTIN
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -310,7 +310,7 @@ async def test_a_plain_url_at_a_cluster_node_surfaces_the_redirect(cluster: Loca
     plain = RedisStreams(RedisSettings(f"redis://127.0.0.1:{port}/0", replica_max_staleness=60), TIMEOUTS)
     try:
         with pytest.raises(RedisClusterRedirect, match=r"use a redis\+cluster:// URL"):
-            await plain.read(STREAM_GROUPS, DEADLETTER_STREAMS)
+            await plain.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
     finally:
         await plain.close()
 

@@ -16,10 +16,10 @@ from redis.asyncio import Redis
 from devkit.redis_tls import TlsFiles, TlsRedis, issue, start_tls_redis
 from devkit.servers import free_port
 from exporter.errors import ConfigError
+from exporter.loading import load
 from exporter.reasons import Reason
-from exporter.settings import load
 from exporter.sources.redis_tls import RedisTls
-from tests.redis_roads import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
+from tests.redis_streams import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""The Redis URL, validated completely at start: every road it can name, and
+"""The Redis URL, validated completely at start: every deployment kind it can name, and
 every mistake refused by name, with the password never shown."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from exporter.errors import ConfigError, InvalidRedisUrl
-from exporter.settings import load
+from exporter.loading import load
 from exporter.sources.redis_url import RedisKind, RedisTarget, parse_redis_url
 
 SECRET = "Zq8Wv3Kt"
@@ -58,7 +58,7 @@ SECRET = "Zq8Wv3Kt"
         ("rediss+cluster://n1/0", RedisTarget(RedisKind.CLUSTER, True, (("n1", 6379),))),
     ],
 )
-def test_every_road_parses(url: str, expected: RedisTarget) -> None:
+def test_every_deployment_kind_parses(url: str, expected: RedisTarget) -> None:
     assert parse_redis_url(url) == expected
     assert SECRET not in repr(parse_redis_url(url))
 

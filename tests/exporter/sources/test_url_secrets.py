@@ -9,7 +9,7 @@ import re
 import pytest
 
 from exporter.errors import ConfigError
-from exporter.settings import load
+from exporter.loading import load
 from exporter.sources.url_secrets import (
     ENCODE,
     ambiguity,

@@ -207,7 +207,7 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
         "direct-transaction",
     ],
 )
-async def test_the_road_is_checked_against_the_pool_mode(
+async def test_the_connection_path_is_checked_against_the_pool_mode(
     platform: Platform, pg_server: PostgresServer, pooler: str | None, mode: str, code: int, says: str
 ) -> None:
     await platform.add_tenant("acme")
@@ -221,7 +221,7 @@ async def test_the_road_is_checked_against_the_pool_mode(
     assert says in done.stdout
     if code == 1:
         assert "set --database.pool-mode transaction" in done.stdout
-        # Nothing is measured on a road that does not fit the pool mode.
+        # Nothing is measured through a connection path that does not fit the pool mode.
         assert "ok   " not in done.stdout
         assert "FAIL dlq: not measurable: transaction_pooler" in done.stdout
     assert EXPORTER_PASSWORD not in done.stdout + done.stderr

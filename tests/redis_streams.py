@@ -1,6 +1,7 @@
-"""What the tests of every Redis road share: data written with a plain client,
-the values it implies computed from that client's own replies, and one
-measurement of the streams signal through the exporter's source."""
+"""What the tests of every Redis deployment kind (standalone, Sentinel, Cluster)
+share: data written with a plain client, the values it implies computed from
+that client's own replies, and one measurement of the streams signal through
+the exporter's source."""
 
 from __future__ import annotations
 

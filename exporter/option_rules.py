@@ -1,0 +1,129 @@
+"""The rules that involve several options at once, applied to the options as read
+(exporter.precedence) before they become `Settings`: the deadline below the TTL,
+the idle close derived from the TTL, a URL or its file, the Redis TLS files
+against the Redis URL, the signals against the configured sources. Each refusal
+is kept in the reading, so that every invalid setting is reported at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from exporter.backlogs import Backlog
+from exporter.declared_streams import DeclaredStreams
+from exporter.errors import ConfigError
+from exporter.options import Refused
+from exporter.precedence import OptionReading
+from exporter.secret_file import read_secret
+from exporter.settings import IDLE_CLOSE_TTLS, OPTIONS_BY_NAME, describe
+from exporter.signals import BY_NAME as SIGNALS_BY_NAME
+from exporter.signals import Source
+from exporter.sources.redis_tls import NO_TLS, RedisTls, TlsFileError, load_tls
+from exporter.sources.redis_url import parse_redis_url
+
+
+def deadline_below_ttl(reading: OptionReading) -> None:
+    ttl, deadline = reading.values["ttl"], reading.values["deadline"]
+    if ttl is not None and deadline is not None and deadline >= ttl:
+        reading.refuse("deadline", f"must be below the TTL ({deadline:g} >= {ttl:g})")
+
+
+def idle_close_from_ttl(reading: OptionReading) -> None:
+    """Unused connections are closed after `IDLE_CLOSE_TTLS` TTLs, unless set."""
+    ttl = reading.values["ttl"]
+    if reading.values["idle_close"] is None and ttl is not None:
+        reading.values["idle_close"] = IDLE_CLOSE_TTLS * ttl
+
+
+def _given(reading: OptionReading, *names: str) -> bool:
+    refused = {describe(name) for name in names}
+    return any(reading.values[name] is not None for name in names) or any(
+        error.setting in refused for error in reading.errors
+    )
+
+
+def configured_sources(reading: OptionReading) -> dict[Source, bool]:
+    """Whether each source is configured, by its URL or its file. A URL given but
+    refused counts as configured: it is not reported a second time as missing."""
+    return {
+        Source.POSTGRES: _given(reading, "database_url", "database_url_file"),
+        Source.REDIS: _given(reading, "redis_url", "redis_url_file"),
+    }
+
+
+def url_or_file(reading: OptionReading, url_name: str, file_name: str) -> str | None:
+    """The URL given, or read from its file (parsed like the URL); never both."""
+    url, path = reading.values[url_name], reading.values[file_name]
+    if path is None:
+        return url  # type: ignore[no-any-return]
+    if url is not None:
+        reading.refuse(url_name, f"give it or {describe(file_name)}, not both")
+        return None
+
+    def from_file() -> str:
+        text = read_secret(path)
+        try:
+            parsed: str = OPTIONS_BY_NAME[url_name].parse(text, reading.env)
+        except Refused as exc:
+            raise Refused(f"{path}: {exc.problem}") from None
+        return parsed
+
+    return reading.check(file_name, from_file)  # type: ignore[no-any-return]
+
+
+def _tls_files(parsed: Mapping[str, Any]) -> RedisTls:
+    """The TLS flags, their files read and parsed now; only with a TLS URL."""
+    tls = RedisTls(
+        ca_file=parsed["redis_tls_ca_file"],
+        cert_file=parsed["redis_tls_cert_file"],
+        key_file=parsed["redis_tls_key_file"],
+        skip_verify=bool(parsed["redis_tls_skip_verify"]),
+    )
+    if not tls.given:
+        return tls
+    files = {"ca_file": "redis_tls_ca_file", "cert_file": "redis_tls_cert_file", "key_file": "redis_tls_key_file"}
+    url = parsed["redis_url"]
+    if url is None or not parse_redis_url(url).tls:
+        flag = next((name for field, name in files.items() if getattr(tls, field)), "redis_tls_skip_verify")
+        raise ConfigError(describe(flag), "TLS to Redis needs a rediss:// URL (rediss+sentinel://, rediss+cluster://)")
+    try:
+        load_tls(tls)
+    except TlsFileError as exc:
+        raise ConfigError(describe(files[exc.which]), str(exc)) from None
+    return tls
+
+
+def redis_tls(reading: OptionReading, configured: Mapping[Source, bool]) -> RedisTls:
+    """The Redis TLS settings, held to the Redis URL (once its file, if any, is read)."""
+    # A Redis URL given but refused is reported already: its TLS flags are not judged against it.
+    if configured[Source.REDIS] and reading.values["redis_url"] is None:
+        return NO_TLS
+    return reading.check("redis_tls_ca_file", lambda: _tls_files(reading.values)) or NO_TLS
+
+
+def enabled_signals(
+    reading: OptionReading, configured: Mapping[Source, bool], backlogs: tuple[Backlog, ...], streams: DeclaredStreams
+) -> tuple[str, ...]:
+    """The signals to enable: those given, or every one whose source is configured;
+    each held to its source, in the registry's order."""
+    given: tuple[str, ...] | None = reading.values["signals"]
+    # Declared backlogs read PostgreSQL, after the built-in signals.
+    sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
+    sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
+    if backlogs and not configured[Source.POSTGRES]:
+        reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
+    if streams and not configured[Source.REDIS]:
+        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
+    if given is None:
+        enabled = tuple(name for name, source in sources.items() if configured[source])
+        if not enabled:
+            reading.refuse("database_url", "no PostgreSQL database or Redis is configured")
+        return enabled
+    for name in given:
+        if name not in sources:
+            reading.refuse("signals", f"unknown signal {name!r} (known: {', '.join(sources)})")
+        elif not configured[sources[name]]:
+            needed = "database_url" if sources[name] is Source.POSTGRES else "redis_url"
+            reading.refuse(needed, f"signal {name!r} needs it")
+    # Registry order, whatever order they were given in.
+    return tuple(name for name in sources if name in given)
