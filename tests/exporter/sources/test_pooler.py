@@ -217,7 +217,7 @@ async def test_a_probe_left_undecided_keeps_the_connection_and_says_so(caplog: p
     assert [other.terminated for other in opener.opened] == [True]
     assert watch.session_not_kept is None
     assert [record.getMessage() for record in caplog.records] == [
-        "the road to the database was not checked: a second connection got no server session in time"
+        "whether the connection path keeps sessions was not checked: a second connection got no server session in time"
         " (a pool with none to spare); checked on every pass instead"
     ]
 
