@@ -61,6 +61,7 @@ OTHER_TOOLS_FLAGS = {
     "--dist": "pytest (pytest-xdist)",
     "--list": "python -m devkit.mutation",
     "--mutmut": "python -m devkit.mutation",
+    "--max-children": "python -m devkit.mutation",
 }
 
 FENCE = re.compile(r"^(```|~~~)")
