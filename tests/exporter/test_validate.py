@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
 from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
 from exporter.samples import Sample
-from exporter.validate import complete
+from exporter.validate import STEP, complete, completing
 from registry import BUILTIN
 
 
@@ -89,3 +90,46 @@ def test_a_long_value_is_quoted_shortened_with_its_length() -> None:
     assert value not in message
     assert "(4,098 characters)" in message  # its repr: the value and its quotes
     assert len(message) < 300
+
+
+def test_a_sparse_family_keeps_only_what_was_measured_in_registry_order() -> None:
+    oldest = "orpycamcp_dlq_oldest_pending_timestamp_seconds"
+    samples = complete(
+        "dlq",
+        [Sample(oldest, ("knowledge-service",), 20.0), Sample(oldest, ("workflow-service",), 10.0)],
+        BUILTIN,
+    )
+    assert [sample for sample in samples if sample.family == oldest] == [
+        Sample(oldest, ("workflow-service",), 10.0),
+        Sample(oldest, ("knowledge-service",), 20.0),
+    ]
+
+
+@pytest.mark.parametrize("value", [None, "1", math.nan])
+def test_a_value_outside_the_registry_is_named_whatever_its_value(value: float) -> None:
+    with pytest.raises(UnregisteredLabelValue) as raised:
+        complete("dlq", [Sample("orpycamcp_dlq_pending_events", ("billing",), value)], BUILTIN)
+    assert raised.value.values == ("billing",)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("count", "handed_back"), [(STEP - 1, 0), (STEP, 1), (2 * STEP - 1, 1), (2 * STEP, 2)])
+async def test_completing_hands_the_event_loop_back_every_step_of_samples(count: int, handed_back: int) -> None:
+    """Counted by a task that runs once each time completing hands the loop back."""
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    # Values outside the registry are all gathered before one error names them: every sample is looked at.
+    samples = [Sample("orpycamcp_dlq_pending_events", (f"group-{n}",), 1) for n in range(count)]
+    ticker = asyncio.create_task(tick())
+    try:
+        with pytest.raises(UnregisteredLabelValue):
+            await completing("dlq", samples, BUILTIN)
+        assert ticks == handed_back
+    finally:
+        ticker.cancel()
