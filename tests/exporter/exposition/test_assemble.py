@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from registry.families import (
     AUDIT_BREAKS,
     BUILD_INFO,
     DATABASE_REPLAY_LAG,
+    DLQ_OLDEST,
     DLQ_PENDING,
     SIGNAL_DURATION,
     SIGNAL_FAILURE,
@@ -198,3 +200,23 @@ def test_the_connection_families_carry_the_counts_given() -> None:
         (TAIL_FAMILIES[0], [Sample(TAIL_FAMILIES[0].name, (), 3)]),
         (TAIL_FAMILIES[1], [Sample(TAIL_FAMILIES[1].name, (), 7)]),
     ]
+
+
+def test_samples_of_one_family_apart_in_an_outcome_are_all_kept() -> None:
+    samples = (
+        Sample(DLQ_PENDING.name, ("workflow-service",), 3.0),
+        Sample(DLQ_OLDEST.name, ("workflow-service",), 1.0),
+        Sample(DLQ_PENDING.name, ("knowledge-service",), 4.0),
+    )
+    found = series(["dlq"], {"dlq": Outcome("dlq", samples, 0.1, 100.0, None)})
+    assert of(found, DLQ_PENDING.name) == {
+        (DLQ_PENDING.name, ("workflow-service",)): 3.0,
+        (DLQ_PENDING.name, ("knowledge-service",)): 4.0,
+    }
+
+
+def test_a_family_of_another_signal_in_an_outcome_is_named() -> None:
+    outcome = Outcome("dlq", AUDIT_SAMPLES, 0.1, 100.0, None)
+    with pytest.raises(KeyError) as raised:
+        assemble(["dlq"], {"dlq": outcome}, {}, BUILTIN)
+    assert raised.value.args == (f"family {AUDIT_BREAKS.name} is not registered for signal dlq",)
