@@ -43,7 +43,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/signals/dlq.py": ("tests/exporter/signals/test_dlq.py",),
     "exporter/signals/preservation.py": ("tests/exporter/signals/test_preservation.py",),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
-    "exporter/signals/streams.py": ("tests/exporter/signals/test_streams.py",),
+    "exporter/signals/streams.py": (
+        "tests/exporter/signals/test_streams.py",
+        "tests/exporter/signals/test_declared_streams.py",
+        "tests/exporter/test_declared_streams.py",
+    ),
     "exporter/signals/backlog.py": (
         "tests/exporter/signals/test_backlog.py",
         "tests/exporter/signals/test_backlog_states.py",
