@@ -8,7 +8,8 @@ import pytest
 from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
 from exporter.samples import Sample
 from exporter.validate import STEP, complete, completing
-from registry import BUILTIN
+from registry import BUILTIN, Registry
+from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS, oldest_part, pending_part
 
 
 def test_zeros_are_filled_and_sparse_families_stay_absent() -> None:
@@ -133,3 +134,30 @@ async def test_completing_hands_the_event_loop_back_every_step_of_samples(count:
         assert ticks == handed_back
     finally:
         ticker.cancel()
+
+
+@pytest.mark.anyio
+async def test_completing_hands_the_event_loop_back_every_step_of_combinations() -> None:
+    # A declared backlog of 2 * STEP - 1 groups: each of its two families hands the loop back once.
+    groups = tuple(f"g{n}" for n in range(2 * STEP - 1))
+    registry = Registry(
+        families=(pending_part("big", groups), oldest_part("big", groups)), signals=("big",), meta=BUILTIN.meta
+    )
+    samples = [Sample(PENDING_ITEMS, ("big", "g7"), 3), Sample(OLDEST_PENDING, ("big", "g7"), 9.0)]
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        completed = await completing("big", samples, registry)
+        assert ticks == 2
+    finally:
+        ticker.cancel()
+    assert list(completed) == list(complete("big", samples, registry))
+    assert [sample for sample in completed if sample.value] == samples
+    assert len(list(completed)) == len(groups) + 1
