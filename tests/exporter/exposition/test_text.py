@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition.text import CONTENT_TYPE, LINES_PER_CHUNK, FamilySamples, format_value, render
+from exporter.exposition.text import CONTENT_TYPE, LINES_PER_CHUNK, FamilySamples, format_value, render, rendered
 from exporter.samples import Sample
 from registry import Family
 
@@ -66,6 +66,18 @@ def test_a_page_of_several_chunks_is_the_lines_in_order(extra: int) -> None:
     expected += [f't_wide{{n="{i}"}} {i}'.encode() for i in range(count)]
     expected += [b"# HELP t_plain A plain gauge.", b"# TYPE t_plain gauge", b"t_plain 1"]
     assert page == b"\n".join(expected) + b"\n"
+
+
+def test_a_page_is_rendered_in_chunks_of_the_chunk_size() -> None:
+    """The work between two hand-backs of the event loop is bounded by the chunk."""
+    count = 2 * LINES_PER_CHUNK + 3  # with its two header lines: two whole chunks and five lines
+    wide = Family(
+        name="t_wide", help="Many.", signal="t", labels=("n",), combinations=tuple((str(i),) for i in range(count))
+    )
+    families = [FamilySamples(wide, [Sample("t_wide", (str(i),), i) for i in range(count)])]
+    chunks = list(rendered(families))
+    assert [chunk.count(b"\n") for chunk in chunks] == [LINES_PER_CHUNK, LINES_PER_CHUNK, 5]
+    assert b"".join(chunks) == render(families)
 
 
 def test_empty_family_is_left_out_and_empty_page_is_empty() -> None:
@@ -130,7 +142,13 @@ finite = st.floats(allow_nan=False, allow_infinity=True, width=64)
 
 
 @given(
-    values=st.lists(st.tuples(label_text, label_text, finite), min_size=1, max_size=5, unique_by=lambda t: (t[0], t[1]))
+    values=st.lists(
+        st.tuples(label_text, label_text, finite),
+        min_size=1,
+        max_size=5,
+        # Unique as written: an empty value is written "-".
+        unique_by=lambda t: (t[0] or "-", t[1] or "-"),
+    )
 )
 def test_prometheus_client_reads_back_what_we_write(values: list[tuple[str, str, float]]) -> None:
     family = Family(
