@@ -7,7 +7,9 @@ or cached scrape gets through. So what is built at start (the registry, the
 settings) is frozen out of the collections, and no automatic collection runs
 while a measurement is in flight: what a measurement allocates is acyclic and
 freed by reference counting as soon as it ends, and a measurement ends by its
-deadline. Collections resume when the last measurement in flight ends.
+deadline. Collections resume when the last measurement in flight ends; what
+it keeps, its outcome, is a few objects however many series it holds
+(exporter/samples.py), so the first collection after it has little to walk.
 """
 
 from __future__ import annotations

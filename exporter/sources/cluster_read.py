@@ -111,9 +111,12 @@ class ClusterReader:
             raise min(errors, key=lambda error: error[0])[1]
         replies: list[object] = [None] * len(commands)
         for _, sent, _ in first + second:
-            for pipelined in sent:
+            # Taken off as they are placed: freed in one go when the reading
+            # returns, a hundred thousand commands hold the loop for tens of ms.
+            while sent:
                 if pacer.due():
                     await pacer.hand_back()
+                pipelined = sent.pop()
                 # ASKING's OK and an ASK answered in the second round are not replies.
                 if pipelined.position >= 0 and not isinstance(pipelined.result, redis.exceptions.AskError):
                     replies[pipelined.position] = pipelined.result
