@@ -789,3 +789,102 @@ async def test_a_wrong_redis_password_is_authentication_failed(caplog: pytest.Lo
 
 def capture_measure(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
+
+
+def first_replaced(field: str, value: object, **also: tuple[object, ...]) -> dict[str, tuple[object, ...]]:
+    """A reading's fields with the first reply of `field` replaced by `value`."""
+    default = {
+        "pending": ({"pending": 0, "min": None},) * len(STREAM_GROUPS),
+        "consumers": ([],) * len(STREAM_GROUPS),
+        "groups": tuple(groups_reply(stream) for stream in SOURCE_STREAMS),
+        "lengths": (0,) * len(DEADLETTER_STREAMS),
+        "first_entries": ([],) * len(DEADLETTER_STREAMS),
+    }
+    return {field: (value, *default[field][1:]), **also}
+
+
+STREAM, GROUP = STREAM_GROUPS[0]
+DEAD = DEADLETTER_STREAMS[0]
+PAST_ID = b"18446744073709551616-0"  # a millisecond part one past 64 bits
+
+
+@pytest.mark.parametrize(
+    ("replace", "where", "problem"),
+    [
+        (
+            first_replaced("pending", "garbage"),
+            f"XPENDING {STREAM} {GROUP}",
+            "summary 'garbage' is not an XPENDING summary",
+        ),
+        (
+            first_replaced("pending", {"min": None}),
+            f"XPENDING {STREAM} {GROUP}",
+            "summary {'min': None} is not an XPENDING summary",
+        ),
+        (
+            first_replaced("pending", {"pending": "3"}),
+            f"XPENDING {STREAM} {GROUP}",
+            "count '3' is not a non-negative integer",
+        ),
+        (
+            first_replaced("pending", {"pending": 1, "min": PAST_ID}),
+            f"XPENDING {STREAM} {GROUP}",
+            f"entry ID {PAST_ID!r} does not parse",
+        ),
+        (first_replaced("groups", "garbage"), f"XINFO GROUPS {STREAM}", "reply 'garbage' is not a list of records"),
+        (first_replaced("groups", [None]), f"XINFO GROUPS {STREAM}", "record None is not a map of fields"),
+        (first_replaced("groups", [{"name": "text"}]), f"XINFO GROUPS {STREAM}", "group name 'text' is not a string"),
+        (
+            first_replaced("groups", []),
+            f"XINFO GROUPS {STREAM} ({GROUP})",
+            "the group is not in the stream's XINFO GROUPS",
+        ),
+        (
+            first_replaced("groups", groups_reply(STREAM, lag=-1)),
+            f"XINFO GROUPS {STREAM} ({GROUP})",
+            "count -1 is not a non-negative integer",
+        ),
+        (
+            first_replaced("consumers", b"garbage"),
+            f"XINFO CONSUMERS {STREAM} {GROUP}",
+            "reply b'garbage' is not a list of records",
+        ),
+        (
+            first_replaced("consumers", [{"idle": None}]),
+            f"XINFO CONSUMERS {STREAM} {GROUP}",
+            "count None is not a non-negative integer",
+        ),
+        (first_replaced("lengths", True), f"XLEN {DEAD}", "count True is not a non-negative integer"),
+        (
+            first_replaced("first_entries", [], lengths=(1, 0, 0)),
+            f"XRANGE {DEAD}",
+            "stream has entries but no first entry",
+        ),
+        (
+            first_replaced("first_entries", b"1-0", lengths=(1, 0, 0)),
+            f"XRANGE {DEAD}",
+            "reply b'1-0' is not a list of entries",
+        ),
+        (
+            first_replaced("first_entries", [()], lengths=(1, 0, 0)),
+            f"XRANGE {DEAD}",
+            "entry () is not an (ID, fields) pair",
+        ),
+        (
+            first_replaced("first_entries", [b"1-0"], lengths=(1, 0, 0)),
+            f"XRANGE {DEAD}",
+            "entry b'1-0' is not an (ID, fields) pair",
+        ),
+        (
+            first_replaced("first_entries", [(PAST_ID, {})], lengths=(1, 0, 0)),
+            f"XRANGE {DEAD}",
+            f"entry ID {PAST_ID!r} does not parse",
+        ),
+    ],
+)
+async def test_a_malformed_reply_names_its_command_and_what_is_wrong(
+    replace: dict[str, tuple[object, ...]], where: str, problem: str
+) -> None:
+    with pytest.raises(ContractViolation) as raised:
+        samples_of(reading(**replace))
+    assert (raised.value.signal, raised.value.where, raised.value.problem) == ("streams", where, problem)
