@@ -11,10 +11,11 @@ from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis, start_redis
 from devkit.streams import create_stream_groups
-from exporter.errors import ConfigError, ContractViolation, RedisTooOld
+from exporter.errors import ConfigError, ContractViolation, RedisTooOld, SourceNotConfigured
 from exporter.outcomes import classify
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
-from exporter.signals.streams import entry_time, first_entry_time, pending_summary, samples_of
+from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_of
+from exporter.sources import Sources
 from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.clock import FakeClock
@@ -888,3 +889,36 @@ async def test_a_malformed_reply_names_its_command_and_what_is_wrong(
     with pytest.raises(ContractViolation) as raised:
         samples_of(reading(**replace))
     assert (raised.value.signal, raised.value.where, raised.value.problem) == ("streams", where, problem)
+
+
+async def test_an_entry_id_in_the_future_names_its_command() -> None:
+    milliseconds = int((time.time() + FUTURE_TOLERANCE_SECONDS + 3600) * 1000)
+    with pytest.raises(ContractViolation) as raised:
+        entry_time("XRANGE s", f"{milliseconds}-0".encode())
+    assert (raised.value.signal, raised.value.where) == ("streams", "XRANGE s")
+
+
+async def test_a_server_without_lag_is_named_with_the_command_and_the_field() -> None:
+    old = [{key: value for key, value in group.items() if key != "lag"} for group in groups_reply(STREAM)]
+    with pytest.raises(RedisTooOld) as raised:
+        samples_of(reading(**first_replaced("groups", old)))
+    assert (raised.value.command, raised.value.missing, raised.value.version) == (
+        f"XINFO GROUPS {STREAM} ({GROUP})",
+        "lag",
+        "7.0",
+    )
+
+
+@pytest.mark.parametrize("idle", [[1_500, 90_000, 30_000], [90_000, 30_000, 1_500], [30_000, 1_500, 90_000]])
+async def test_the_consumers_idle_time_is_the_smallest_in_any_order(idle: list[int]) -> None:
+    consumers = [{"name": f"c{n}".encode(), "idle": ms} for n, ms in enumerate(idle)]
+    samples = samples_of(reading(**first_replaced("consumers", consumers)))
+    values = {(sample.family, sample.labels): sample.value for sample in samples}
+    assert values[(CONSUMERS, STREAM_GROUPS[0])] == 3
+    assert values[(CONSUMER_IDLE, STREAM_GROUPS[0])] == 1.5
+
+
+async def test_without_redis_streams_names_itself_unconfigured() -> None:
+    with pytest.raises(SourceNotConfigured) as raised:
+        await SIGNAL.measure(Sources())
+    assert raised.value.signal == "streams"
