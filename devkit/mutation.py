@@ -12,6 +12,7 @@ result is mutmut's own listing (`mutmut results`), plus the score."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/sources/transaction.py": ("tests/exporter/sources/test_transaction.py",),
     "exporter/sources/pooler.py": ("tests/exporter/sources/test_pooler.py",),
     "exporter/sources/lanes.py": ("tests/exporter/sources/test_lanes.py",),
+    # The reader's own statement naming and session check (with --only, its functions).
+    "exporter/sources/postgres.py": (
+        "tests/exporter/sources/test_postgres.py",
+        "tests/exporter/sources/test_pool_modes.py",
+    ),
     "exporter/signals/dlq.py": ("tests/exporter/signals/test_dlq.py",),
     "exporter/signals/preservation.py": ("tests/exporter/signals/test_preservation.py",),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
@@ -92,6 +98,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--work", type=Path, help="where the copy lives (kept); default: a temporary directory")
     parser.add_argument("--mutmut", default=shutil.which("mutmut") or "mutmut", help="the mutmut command")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only the mutants whose name matches (mutmut's names: 'exporter.sources.postgres.*_check_session__*')",
+    )
     args = parser.parse_args(argv)
     if args.list or args.module is None:
         for module, tests in TARGETS.items():
@@ -100,10 +113,18 @@ def main(argv: list[str]) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
         prepare(work, args.module)
-        subprocess.run([args.mutmut, "run", "--max-children", str(args.max_children)], cwd=work, check=False)
+        subprocess.run(
+            [args.mutmut, "run", "--max-children", str(args.max_children), *args.only], cwd=work, check=False
+        )
         listing = subprocess.run(
             [args.mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=False
         ).stdout
+        if args.only:
+            listing = "\n".join(
+                line
+                for line in listing.splitlines()
+                if any(fnmatch.fnmatch(line.strip().split(":")[0], p) for p in args.only)
+            )
         print(listing)
         return 0
     finally:
