@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from exporter.errors import DatabaseRefused
+from exporter.errors import DatabaseRefused, SessionNotKept
 from exporter.loading import load
 from exporter.service import postgres_settings
+from exporter.sources.lanes import Lane
 from exporter.sources.pooler import BACKEND_PID_SQL
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts
@@ -61,3 +62,22 @@ async def test_a_statement_whose_table_changed_is_prepared_anew(reader: Postgres
     # Prepared again once, not on every use after.
     assert [tuple(row) for row in await reader.fetch("SELECT * FROM public.changing")] == [(1, 2)]
     assert reader.prepares == 3  # the session check's, and the statement twice
+
+
+async def test_a_connection_whose_server_process_changed_is_never_read_again(platform: Platform) -> None:
+    lane = Lane()
+    settings = load({"database_url": platform.exporter_url, "max_connections": "1"}, {})
+    reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0), lanes=[lane])
+    try:
+        [(pid,)] = [tuple(row) for row in await reader.fetch(BACKEND_PID_SQL)]
+        assert lane.backend_pid == pid
+        # As a pooler would: the connection's first transaction ran on another server process.
+        lane.backend_pid = pid + 1
+        with pytest.raises(SessionNotKept) as lost:
+            await reader.fetch("SELECT 1")
+        assert lost.value.evidence == f"server process {pid + 1} became {pid}"
+        assert lane.connection is None  # dropped with its prepared statements
+        with pytest.raises(SessionNotKept):
+            await reader.fetch("SELECT 1")  # and nothing is read any more
+    finally:
+        await reader.close()
