@@ -12,8 +12,11 @@ result is mutmut's own listing (`mutmut results`), plus the score."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,6 +94,48 @@ def prepare(work: Path, module: str) -> None:
     pyproject.write_text(pyproject.read_text() + config(module, TARGETS[module]))
 
 
+# Set for mutmut and so inherited by every server the tests start: a mutant that
+# hangs is killed past mutmut's timeout before its fixtures remove their servers
+# (a stopped backend included), so whatever still holds it after the run is ended.
+RUN_MARKER = "ORPYCAMCP_MUTATION_RUN"
+THROWAWAY_PREFIXES = ("orpycamcp-pg-", "orpycamcp-redis-")
+
+
+def leftovers(marker: str) -> list[tuple[int, list[str]]]:
+    """The processes (id, command line) started under `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            command = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if f"{RUN_MARKER}={marker}".encode() in environ:
+            found.append((int(proc.name), command))
+    return found
+
+
+def end_leftovers(marker: str) -> int:
+    """Ends the servers a hung mutant left, and removes their throwaway directories; how many processes."""
+    found = leftovers(marker)
+    directories = set()
+    for pid, command in found:
+        for flag in ("-D", "--dir"):
+            if flag in command[:-1]:
+                directory = Path(command[command.index(flag) + 1])
+                base = directory.parent if directory.name == "data" else directory
+                if base.name.startswith(THROWAWAY_PREFIXES):
+                    directories.add(base)
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+    return len(found)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m devkit.mutation", description=__doc__.split("\n\n")[0])
     parser.add_argument("module", nargs="?", choices=sorted(TARGETS))
@@ -113,9 +158,14 @@ def main(argv: list[str]) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
         prepare(work, args.module)
-        subprocess.run(
-            [args.mutmut, "run", "--max-children", str(args.max_children), *args.only], cwd=work, check=False
-        )
+        marker = str(work)
+        command = [args.mutmut, "run", "--max-children", str(args.max_children), *args.only]
+        try:
+            subprocess.run(command, cwd=work, env={**os.environ, RUN_MARKER: marker}, check=False)
+        finally:
+            ended = end_leftovers(marker)
+            if ended:
+                print(f"ended {ended} processes left by mutants that hung (their servers)", file=sys.stderr)
         listing = subprocess.run(
             [args.mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=False
         ).stdout
