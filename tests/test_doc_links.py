@@ -62,6 +62,7 @@ OTHER_TOOLS_FLAGS = {
     "--list": "python -m devkit.mutation",
     "--mutmut": "python -m devkit.mutation",
     "--max-children": "python -m devkit.mutation",
+    "--only": "python -m devkit.mutation",
 }
 
 FENCE = re.compile(r"^(```|~~~)")
