@@ -1,6 +1,8 @@
-"""The reader's statements in session pool mode, on the session's PostgreSQL:
-prepared once per connection under the lane's own names, and prepared anew
-when a table changed under one. (Through real PgBouncers: test_pool_modes.py.)"""
+"""The reader's statements on the session's PostgreSQL: in session pool mode
+prepared once per connection under the lane's own names, prepared anew when a
+table changed under one, the session checked once per pass on each connection;
+in transaction pool mode unnamed, their values bound. (Through real
+PgBouncers: test_pool_modes.py.)"""
 
 from __future__ import annotations
 
@@ -79,5 +81,68 @@ async def test_a_connection_whose_server_process_changed_is_never_read_again(pla
         assert lane.connection is None  # dropped with its prepared statements
         with pytest.raises(SessionNotKept):
             await reader.fetch("SELECT 1")  # and nothing is read any more
+    finally:
+        await reader.close()
+
+
+async def session_checks(reader: Postgres) -> int:
+    """How often the connection ran its session check, as the server counts the
+    runs of that prepared statement (every run uses the generic plan: the
+    transaction forces it). This statement's own check is one of them."""
+    listed = await reader.fetch("SELECT statement, generic_plans FROM pg_prepared_statements")
+    [runs] = [row["generic_plans"] for row in listed if row["statement"] == BACKEND_PID_SQL]
+    return int(runs)
+
+
+async def test_the_session_is_checked_once_per_pass_not_per_batch(platform: Platform) -> None:
+    for slug in ("acme", "globex", "umbrella"):
+        await platform.add_tenant(slug)
+    # One lane, one tenant a batch: three statements on one connection in each pass.
+    settings = load({"database_url": platform.exporter_url, "max_connections": "1", "batch_size": "1"}, {})
+    reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0))
+    try:
+        before = await session_checks(reader)
+        rows = await reader.fetch_tenant_batches(
+            "test", lambda schemas: f"SELECT count(*) + $1::int AS n FROM {schemas[0]}.evento_dead_letter", (7,)
+        )
+        after = await session_checks(reader)
+    finally:
+        await reader.close()
+    assert [tuple(row) for row in rows] == [(7,), (7,), (7,)]
+    # The tenant list's check, the pass's one, and the second count's own.
+    assert after - before == 3
+
+
+async def test_in_transaction_pool_mode_a_statement_is_unnamed_and_its_values_bound(platform: Platform) -> None:
+    settings = load({"database_url": platform.exporter_url, "pool_mode": "transaction", "max_connections": "1"}, {})
+    reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0))
+    try:
+        assert [tuple(row) for row in await reader.fetch("SELECT $1::int + $2::int AS n", 40, 2)] == [(42,)]
+        assert await reader.fetch("SELECT name FROM pg_prepared_statements") == []
+        assert reader.prepares == 0
+    finally:
+        await reader.close()
+
+
+async def test_a_session_lent_without_the_connections_statements_is_found_lost_in_the_servers_words(
+    platform: Platform,
+) -> None:
+    lane = Lane()
+    settings = load({"database_url": platform.exporter_url, "max_connections": "1"}, {})
+    reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0), lanes=[lane])
+    try:
+        await reader.fetch("SELECT 1")
+        assert lane.connection is not None
+        [name] = [statement.get_name() for sql, statement in lane.prepared.items() if sql == BACKEND_PID_SQL]
+        # As a transaction pooler would: the next transaction gets a session without the connection's statements.
+        await lane.connection.execute("DEALLOCATE ALL")
+        with pytest.raises(SessionNotKept) as lost:
+            await reader.fetch("SELECT 1")
+        assert lost.value.evidence == f'26000: prepared statement "{name}" does not exist'
+        assert str(lost.value) == (
+            "the server session of a connection changed between two of its transactions"
+            f' (26000: prepared statement "{name}" does not exist): a transaction pooler is in front of the'
+            " database; set --database.pool-mode transaction (ORPYCAMCP_DATABASE_POOL_MODE=transaction)"
+        )
     finally:
         await reader.close()
