@@ -138,8 +138,10 @@ def group_label(value: object) -> str:
 
 def oldest_seconds(backlog: Backlog, value: object) -> float:
     where = _column(backlog, str(backlog.oldest))
-    # The SQL reads every time column as a timestamptz (exporter.zones.instant_sql).
-    if not isinstance(value, datetime) or value.tzinfo is None:
+    # The SQL reads every time column as a timestamptz (exporter.zones.instant_sql);
+    # the driver reads 'infinity' and '-infinity' as naive datetime.max and .min.
+    infinite = isinstance(value, datetime) and value in (datetime.max, datetime.min)
+    if not isinstance(value, datetime) or (value.tzinfo is None and not infinite):
         raise ContractViolation(backlog.name, where, f"not read as an instant ({type(value).__name__})")
     return epoch_seconds(backlog.name, where, value)
 

@@ -3,12 +3,17 @@ and every way a backlog becomes unmeasured instead of wrong."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from devkit.backlogs import pending_only
+from exporter.backlogs import parse_backlogs
+from exporter.errors import ContractViolation, InvalidTenantSlug, MeasurementError, SourceNotConfigured
 from exporter.exporter import Exporter
+from exporter.signals import backlog
+from exporter.sources import Sources
 from tests.platform import Platform, at
 from tests.scrapes import Page, make_exporter, scrape
 
@@ -19,6 +24,7 @@ OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 
 KYC = pending_only("kyc_dead_letters")
+[KYC_BACKLOG] = parse_backlogs(KYC, "backlogs_file")
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -39,6 +45,13 @@ async def refresh(exporter: Exporter) -> Page:
     for cache in exporter.caches.values():
         cache.ttl = 0
     return await scrape(exporter)
+
+
+async def refusal(exporter: Exporter, backlog: str) -> str:
+    """The words of the error measuring `backlog` raises, as logged."""
+    with pytest.raises(MeasurementError) as raised:
+        await exporter.caches[backlog].signal.measure(exporter.sources)
+    return str(raised.value)
 
 
 async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, tmp_path: Path) -> None:
@@ -335,3 +348,72 @@ async def test_signals_accepts_backlog_names(tenants: Platform, tmp_path: Path) 
     assert exporter.signals == ("kyc_dead_letters",)
     assert page.measured("kyc_dead_letters") == 1
     assert page.measured("dlq") is None
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ("(NULL, 'pending', now())", "dead_letter_queue.task_name: NULL in a row read"),
+        ("('face_match', 'pending', NULL)", "dead_letter_queue.created_at: NULL in a pending row"),
+        ("('face_match', 'pending', 'infinity')", "dead_letter_queue.created_at: infinite timestamp"),
+    ],
+    ids=["null-group", "null-timestamp", "infinite-timestamp"],
+)
+async def test_a_contract_violation_names_the_backlog_the_column_and_the_problem(
+    tenants: Platform, tmp_path: Path, row: str, words: str
+) -> None:
+    await tenants.execute("ALTER TABLE tenant_acme.dead_letter_queue ALTER COLUMN task_name DROP NOT NULL")
+    await tenants.execute(f"INSERT INTO tenant_acme.dead_letter_queue (task_name, status, created_at) VALUES {row}")
+    exporter = make_exporter(tenants.exporter_url, signals="kyc_dead_letters", backlogs_file=write(tmp_path, KYC))
+    try:
+        assert await refusal(exporter, "kyc_dead_letters") == f"signal kyc_dead_letters: {words}"
+    finally:
+        await exporter.close()
+
+
+async def test_a_value_of_the_wrong_type_is_named_as_the_pending_rule_in_the_drivers_words(
+    platform: Platform, tmp_path: Path
+) -> None:
+    await make_outbox(platform)
+    config = OUTBOX.replace("status: {not: [PROCESSED]}", "partition: [zero, 1]")
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, config))
+    try:
+        words = await refusal(exporter, "outbox")
+    finally:
+        await exporter.close()
+    prefix = "signal outbox: pending: a value does not fit its column: "  # the driver's words after it
+    assert (
+        words
+        == prefix + "invalid input for query argument $1: 'zero' ('str' object cannot be interpreted as an integer)"
+    )
+
+
+async def test_without_a_database_the_backlog_names_itself_unconfigured() -> None:
+    with pytest.raises(SourceNotConfigured) as raised:
+        await backlog.measure(KYC_BACKLOG, Sources())
+    assert raised.value.signal == "kyc_dead_letters"
+
+
+async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_the_backlog(tenants: Platform, tmp_path: Path) -> None:
+    await tenants.execute("INSERT INTO public.tenants (slug) VALUES ($1)", "x" * 80)
+    exporter = make_exporter(tenants.exporter_url, signals="kyc_dead_letters", backlogs_file=write(tmp_path, KYC))
+    try:
+        with pytest.raises(InvalidTenantSlug) as raised:
+            await exporter.caches["kyc_dead_letters"].signal.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    assert raised.value.signal == "kyc_dead_letters"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [(datetime(2026, 11, 1), "datetime"), ("2026-11-01", "str"), (None, "NoneType")],
+    ids=["naive", "text", "null"],
+)
+def test_an_oldest_value_not_read_as_an_instant_is_a_contract_violation(value: object, problem: str) -> None:
+    # The statement reads every time column as a timestamptz: a driver giving anything else is refused.
+    with pytest.raises(ContractViolation) as raised:
+        backlog.oldest_seconds(KYC_BACKLOG, value)
+    assert str(raised.value) == (
+        f"signal kyc_dead_letters: dead_letter_queue.created_at: not read as an instant ({problem})"
+    )

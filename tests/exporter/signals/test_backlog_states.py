@@ -15,6 +15,7 @@ import pytest
 
 from devkit.backlogs import example_backlogs, without
 from exporter.backlogs import parse_backlogs
+from exporter.errors import ContractViolation
 from exporter.exporter import Exporter
 from exporter.signals.backlog import batch_sql, predicate
 from tests.platform import Platform
@@ -304,13 +305,15 @@ async def test_a_null_in_the_state_or_arrival_column_makes_the_backlog_unmeasure
     try:
         page = await scrape(exporter)
         outcome = exporter.caches["kyc_dead_letters"].last
+        with pytest.raises(ContractViolation) as raised:
+            await exporter.caches["kyc_dead_letters"].signal.measure(exporter.sources)
     finally:
         await exporter.close()
     assert page.measured("kyc_dead_letters") == 0
     assert outcome is not None
     assert outcome.failure is not None
     assert outcome.failure.reason == "contract_violation"
-    assert f"dead_letter_queue.{column}" in outcome.failure.detail
+    assert str(raised.value) == f"signal kyc_dead_letters: dead_letter_queue.{column}: NULL in a row read"
 
 
 async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog(
