@@ -348,6 +348,8 @@ async def test_signals_accepts_backlog_names(tenants: Platform, tmp_path: Path) 
     assert exporter.signals == ("kyc_dead_letters",)
     assert page.measured("kyc_dead_letters") == 1
     assert page.measured("dlq") is None
+    # A backlog reads PostgreSQL: the database it read is identified beside it.
+    assert len(page.family("orpycamcp_database_identity_info")) == 1
 
 
 @pytest.mark.parametrize(
