@@ -138,6 +138,29 @@ async def test_states_and_arrivals_are_exact_in_every_tenant(
     }
 
 
+async def test_states_without_arrivals_are_exact_in_every_tenant(tenants: Platform, tmp_path: Path) -> None:
+    for row in ROWS:
+        await insert(tenants, row)
+    config = without(KYC, "arrivals")
+    assert "arrivals" not in config
+
+    page = await scrape_once(
+        tenants.exporter_url, config, backlogs_file=write(tmp_path, config), signals="kyc_dead_letters"
+    )
+
+    by_state = Counter((row.task, row.status) for row in ROWS if row.tenant in MEASURED_TENANTS)
+    assert page.measured("kyc_dead_letters") == 1
+    assert page.family(ITEMS) == {
+        labels(backlog="kyc_dead_letters", group=task, state=state): by_state[(task, state)]
+        for task in TASKS
+        for state in STATES
+    }
+    assert page.family(PENDING) == {
+        labels(backlog="kyc_dead_letters", group=task): by_state[(task, "pending")] for task in TASKS
+    }
+    assert page.family(ARRIVALS) == {}
+
+
 async def test_a_row_moving_between_states_moves_its_count_and_stays_arrived(tenants: Platform, tmp_path: Path) -> None:
     await insert(tenants, Row("acme", "ocr_extraction", "pending", 20))
     await insert(tenants, Row("acme", "ocr_extraction", "pending", 40))
