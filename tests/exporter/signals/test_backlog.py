@@ -358,8 +358,9 @@ async def test_signals_accepts_backlog_names(tenants: Platform, tmp_path: Path) 
         ("(NULL, 'pending', now())", "dead_letter_queue.task_name: NULL in a row read"),
         ("('face_match', 'pending', NULL)", "dead_letter_queue.created_at: NULL in a pending row"),
         ("('face_match', 'pending', 'infinity')", "dead_letter_queue.created_at: infinite timestamp"),
+        ("('face_match', 'pending', '-infinity')", "dead_letter_queue.created_at: infinite timestamp"),
     ],
-    ids=["null-group", "null-timestamp", "infinite-timestamp"],
+    ids=["null-group", "null-timestamp", "infinity", "minus-infinity"],
 )
 async def test_a_contract_violation_names_the_backlog_the_column_and_the_problem(
     tenants: Platform, tmp_path: Path, row: str, words: str
