@@ -63,6 +63,8 @@ def uvicorn_config(
         loop="uvloop",
         # httptools with a time and size limit on request heads, and the connection book.
         http=protocol,
+        # No WebSocket is served: an upgrade request is answered as plain HTTP.
+        ws="none",
         lifespan="on",
         log_config=None,  # our own logging setup stays in place
         access_log=False,

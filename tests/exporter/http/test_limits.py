@@ -48,6 +48,7 @@ async def serving(app: App, book: ConnectionBook | None = None, head_timeout: fl
     config = uvicorn.Config(
         app,
         http=bounded_protocol(book, head_timeout),
+        ws="none",  # as the exporter's server (exporter/http/server.py)
         lifespan="off",
         log_config=None,
         access_log=False,
