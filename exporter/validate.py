@@ -77,21 +77,26 @@ def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Genera
 def complete(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
     """Validate `samples` of `signal` against `registry` and return them in registry order, zeros filled in."""
     steps = _steps(signal, samples, registry)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: CompletedSamples = done.value
-            return result
+    while (completed := _step(steps)) is None:
+        pass
+    return completed
 
 
 async def completing(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
     """`complete`, handing the event loop back every STEP samples."""
     steps = _steps(signal, samples, registry)
     while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: CompletedSamples = done.value
-            return result
+        completed = _step(steps)
+        if completed is not None:
+            return completed
         await asyncio.sleep(0)
+
+
+def _step(steps: Generator[None, None, CompletedSamples]) -> CompletedSamples | None:
+    """One step of the completion; its result once it is done."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        result: CompletedSamples = done.value
+        return result
+    return None

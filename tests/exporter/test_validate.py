@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -10,6 +12,24 @@ from exporter.samples import Sample
 from exporter.validate import STEP, complete, completing
 from registry import BUILTIN, Registry
 from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS, oldest_part, pending_part
+
+
+@contextlib.asynccontextmanager
+async def hand_backs_counted() -> AsyncIterator[list[int]]:
+    """How many times the code under test hands the event loop back: counted by a
+    task that runs once each time (the count in the one-item list)."""
+    ticks = [0]
+
+    async def tick() -> None:
+        while True:
+            ticks[0] += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        yield ticks
+    finally:
+        ticker.cancel()
 
 
 def test_zeros_are_filled_and_sparse_families_stay_absent() -> None:
@@ -116,24 +136,12 @@ def test_a_value_outside_the_registry_is_named_whatever_its_value(value: float) 
 @pytest.mark.anyio
 @pytest.mark.parametrize(("count", "handed_back"), [(STEP - 1, 0), (STEP, 1), (2 * STEP - 1, 1), (2 * STEP, 2)])
 async def test_completing_hands_the_event_loop_back_every_step_of_samples(count: int, handed_back: int) -> None:
-    """Counted by a task that runs once each time completing hands the loop back."""
-    ticks = 0
-
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
     # Values outside the registry are all gathered before one error names them: every sample is looked at.
     samples = [Sample("orpycamcp_dlq_pending_events", (f"group-{n}",), 1) for n in range(count)]
-    ticker = asyncio.create_task(tick())
-    try:
+    async with hand_backs_counted() as ticks:
         with pytest.raises(UnregisteredLabelValue):
             await completing("dlq", samples, BUILTIN)
-        assert ticks == handed_back
-    finally:
-        ticker.cancel()
+        assert ticks[0] == handed_back
 
 
 @pytest.mark.anyio
@@ -144,20 +152,9 @@ async def test_completing_hands_the_event_loop_back_every_step_of_combinations()
         families=(pending_part("big", groups), oldest_part("big", groups)), signals=("big",), meta=BUILTIN.meta
     )
     samples = [Sample(PENDING_ITEMS, ("big", "g7"), 3), Sample(OLDEST_PENDING, ("big", "g7"), 9.0)]
-    ticks = 0
-
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    ticker = asyncio.create_task(tick())
-    try:
+    async with hand_backs_counted() as ticks:
         completed = await completing("big", samples, registry)
-        assert ticks == 2
-    finally:
-        ticker.cancel()
+        assert ticks[0] == 2
     assert list(completed) == list(complete("big", samples, registry))
     assert [sample for sample in completed if sample.value] == samples
     assert len(list(completed)) == len(groups) + 1

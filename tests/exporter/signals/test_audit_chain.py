@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.errors import ContractViolation, SourceNotConfigured
+from exporter.errors import SourceNotConfigured
 from exporter.signals import audit_chain
 from exporter.sources import Sources
+from tests.exporter.signals.violations import violation
 from tests.platform import Platform, at
-from tests.scrapes import AUDIT_PREFIX, make_exporter, scrape_once, value_series
+from tests.scrapes import AUDIT_PREFIX, scrape_once, value_series
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +97,7 @@ async def test_a_latest_run_out_of_contract_names_its_column(
     platform: Platform, breaks: int | None, declared: int | None, ok: bool | None, where: str, problem: str
 ) -> None:
     await platform.add_audit_run("complete", at("2026-12-01 02:00:00"), breaks, declared, ok)
-    raised = await violation(platform)
+    raised = await violation(platform, "audit_chain")
     assert (raised.signal, raised.where, raised.problem) == ("audit_chain", where, problem)
 
 
@@ -114,20 +115,9 @@ async def test_a_latest_run_finished_out_of_contract_names_its_column(
     await platform.add_audit_run("complete", at("2026-12-01 02:00:00"))
     await platform.execute("ALTER TABLE public.audit_chain_runs ALTER finished_at DROP NOT NULL")
     await platform.execute(f"UPDATE public.audit_chain_runs SET finished_at = {finished_at}")
-    raised = await violation(platform)
+    raised = await violation(platform, "audit_chain")
     assert (raised.signal, raised.where) == ("audit_chain", "audit_chain_runs.finished_at")
     assert raised.problem.startswith(problem), raised.problem
-
-
-async def violation(platform: Platform) -> ContractViolation:
-    """The contract violation audit_chain's measurement raises on the platform's data."""
-    exporter = make_exporter(platform.exporter_url, signals="audit_chain")
-    try:
-        with pytest.raises(ContractViolation) as raised:
-            await audit_chain.measure(exporter.sources)
-    finally:
-        await exporter.close()
-    return raised.value
 
 
 async def test_without_a_database_audit_chain_names_itself_unconfigured() -> None:

@@ -4,10 +4,11 @@ from datetime import timedelta
 
 import pytest
 
-from exporter.errors import ContractViolation, InvalidTenantSlug, SourceNotConfigured
+from exporter.errors import InvalidTenantSlug, SourceNotConfigured
 from exporter.signals import dlq
 from exporter.sources import Sources
 from registry.values import ORIGIN_GROUPS
+from tests.exporter.signals.violations import violation
 from tests.platform import Platform, at
 from tests.scrapes import DLQ_PREFIX, make_exporter, scrape_once, value_series
 
@@ -92,17 +93,6 @@ async def test_tenants_beyond_one_batch_are_all_counted_and_the_oldest_kept(
     assert oldest == min(created.values()).timestamp() == at("2026-10-01 00:00:00").timestamp()
 
 
-async def violation(platform: Platform) -> ContractViolation:
-    """The contract violation dlq's measurement raises on the platform's data."""
-    exporter = make_exporter(platform.exporter_url, signals="dlq")
-    try:
-        with pytest.raises(ContractViolation) as raised:
-            await dlq.measure(exporter.sources)
-    finally:
-        await exporter.close()
-    return raised.value
-
-
 @pytest.mark.parametrize(
     ("column", "value", "problem"),
     [
@@ -119,7 +109,7 @@ async def test_a_pending_event_out_of_contract_names_its_column(
     await platform.add_dead_letter("acme", "e1", "workflow-service", "pending", at("2026-11-01 10:00:00"))
     await platform.execute(f'ALTER TABLE "tenant_acme".evento_dead_letter ALTER {column} DROP NOT NULL')
     await platform.execute(f'UPDATE "tenant_acme".evento_dead_letter SET {column} = {value or "NULL"}')
-    raised = await violation(platform)
+    raised = await violation(platform, "dlq")
     assert (raised.signal, raised.where) == ("dlq", f"evento_dead_letter.{column}")
     assert raised.problem.startswith(problem), raised.problem
 
