@@ -31,10 +31,14 @@ BACKEND_PID_SQL = "SELECT pg_backend_pid()"
 
 
 class PoolerUndecided(Exception):
-    """The probe could not run: the second connection got no server session in time."""
+    """The probe could not decide: a connection got no server session, or no
+    answer, in time. A slow server is no evidence of a pooler: nothing is
+    recorded, and the next connection probes again. `first_in_doubt`: the
+    first connection's transaction was abandoned mid-way, so it is not used."""
 
-    def __init__(self, evidence: str) -> None:
+    def __init__(self, evidence: str, first_in_doubt: bool = False) -> None:
         self.evidence = evidence
+        self.first_in_doubt = first_in_doubt
         super().__init__(evidence)
 
 
@@ -61,7 +65,9 @@ async def probe_pooler(
     """Whether `first` keeps its server session, `second` being another connection
     to the same server; `opening` starts each transaction. Both connections are
     left in an unknown state when the session is not kept. PoolerUndecided when
-    the second connection gets no server session within the lock timeout."""
+    the second connection gets no server session within the lock timeout, or the
+    first no answer even once the second's transaction ended: time alone never
+    decides."""
     pid = await _pid(first, opening, timeouts)
     try:
         other = await asyncio.wait_for(_pid(second, opening, timeouts, commit=False), timeouts.lock)
@@ -71,15 +77,29 @@ async def probe_pooler(
         raise PoolerUndecided("a second connection got no server session in time (a pool with none to spare)") from None
     if other == pid:
         return SessionProbe(False, f"server process {pid} served two connections in turn")
+    # A pooler with no other server session to lend makes the first connection
+    # wait for the second's transaction; so does a slow server. Which one it was
+    # shows once the second's transaction ends: the first then gets the second's
+    # server process from a pooler, and its own from a slow server.
+    again_task = asyncio.ensure_future(_pid(first, opening, timeouts))
     try:
-        # Bounded like a lock wait: a pooler with one server session makes the
-        # first connection wait for the second's transaction.
-        again = await asyncio.wait_for(_pid(first, opening, timeouts), timeouts.lock)
+        done, _ = await asyncio.wait({again_task}, timeout=timeouts.lock)
+        await second.execute(COMMIT_SQL, timeout=timeouts.client)
+        again = await asyncio.wait_for(again_task, timeouts.client)
     except TimeoutError:
-        return SessionProbe(False, "a connection waited for another connection's transaction to end")
+        raise PoolerUndecided(
+            "a connection's transaction got no answer in time, even once the other connection's ended",
+            first_in_doubt=True,
+        ) from None
+    finally:
+        again_task.cancel()
+    if not done and again == other:
+        return SessionProbe(
+            False,
+            f"a connection waited for another connection's transaction to end, then got its server process {other}",
+        )
     if again != pid:
         return SessionProbe(False, f"server process {pid} became {again} between two transactions")
-    await second.execute(COMMIT_SQL, timeout=timeouts.client)
     other_again = await _pid(second, opening, timeouts)
     if other_again != other:
         return SessionProbe(False, f"server process {other} became {other_again} between two transactions")
@@ -125,6 +145,9 @@ class SessionWatch:
             finally:
                 other.terminate()
         except PoolerUndecided as undecided:
+            if undecided.first_in_doubt:
+                connection.terminate()
+                raise TimeoutError(f"the pooler check: {undecided.evidence}") from None
             # As before the probe: every pass still checks the server process and
             # every statement name, so a changed session is found, never read.
             log.warning(

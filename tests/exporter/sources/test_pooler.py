@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import signal
 from collections import deque
 from typing import Any
 
@@ -134,12 +136,14 @@ async def test_a_session_lent_to_another_connection_or_changed_is_told(
     assert result == SessionProbe(False, evidence)
 
 
-async def test_a_connection_that_waits_for_another_ones_transaction_is_not_kept() -> None:
+async def test_a_connection_that_waits_for_another_ones_transaction_is_told_by_what_it_gets_then() -> None:
     # One server session at a time, a new one each time: the second connection's
-    # differs from the first's, and the first then waits for it.
-    result, first, _ = await probe("fresh", 1)
-    assert result == SessionProbe(False, "a connection waited for another connection's transaction to end")
-    assert first.sent == [OPENING, BACKEND_PID_SQL, COMMIT_SQL, OPENING]
+    # differs from the first's, and the first then waits for it; once the
+    # second's transaction ends, the first gets yet another server process.
+    result, first, second = await probe("fresh", 1)
+    assert result == SessionProbe(False, "server process 201 became 203 between two transactions")
+    assert first.sent == [OPENING, BACKEND_PID_SQL, COMMIT_SQL] * 2
+    assert second.sent == [OPENING, BACKEND_PID_SQL, COMMIT_SQL]
 
 
 async def test_a_second_connection_that_gets_no_session_in_time_leaves_it_undecided() -> None:
@@ -236,9 +240,11 @@ async def test_a_probe_that_fails_drops_the_connection_and_raises(failure: BaseE
 async def test_a_direct_connection_keeps_its_server_process(platform: Platform) -> None:
     first = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
     second = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+    # Time on a loaded machine decides nothing either way: limits far from any scheduling delay.
+    timeouts = Timeouts(deadline=4)
     try:
         pid = first.get_server_pid()
-        assert await probe_pooler(first, second, OPENING, TIMEOUTS) == SessionProbe(
+        assert await probe_pooler(first, second, transaction_opening(timeouts), timeouts) == SessionProbe(
             True, f"server process {pid} kept between transactions"
         )
         # Both connections' transactions ended: each is ready for the next.
@@ -247,3 +253,104 @@ async def test_a_direct_connection_keeps_its_server_process(platform: Platform) 
     finally:
         await first.close()
         await second.close()
+
+
+class Stopping:
+    """An asyncpg connection whose server process is stopped (SIGSTOP) as its
+    second transaction opens, and continued when `resume` is called."""
+
+    def __init__(self, connection: asyncpg.Connection, opening: str) -> None:
+        self.connection = connection
+        self.opening = opening
+        self.server_pid = connection.get_server_pid()
+        self.openings = 0
+        self.stopped = False
+
+    async def execute(self, sql: str, timeout: float) -> None:  # noqa: ASYNC109 -- asyncpg's signature
+        if sql == self.opening:
+            self.openings += 1
+            if self.openings == 2:
+                os.kill(self.server_pid, signal.SIGSTOP)
+                self.stopped = True
+        await self.connection.execute(sql, timeout=timeout)
+
+    async def fetchval(self, sql: str, timeout: float) -> Any:  # noqa: ASYNC109 -- asyncpg's signature
+        return await self.connection.fetchval(sql, timeout=timeout)
+
+    def terminate(self) -> None:
+        self.connection.terminate()
+
+    def resume(self) -> None:
+        if self.stopped:
+            os.kill(self.server_pid, signal.SIGCONT)
+            self.stopped = False
+
+
+class ResumingOnCommit:
+    """An asyncpg connection that continues `stopped` once its own transaction committed."""
+
+    def __init__(self, connection: asyncpg.Connection, stopped: Stopping) -> None:
+        self.connection = connection
+        self.stopped = stopped
+        self.resumed = False
+
+    async def execute(self, sql: str, timeout: float) -> None:  # noqa: ASYNC109 -- asyncpg's signature
+        await self.connection.execute(sql, timeout=timeout)
+        if sql == COMMIT_SQL:
+            self.stopped.resume()
+            self.resumed = True
+
+    async def fetchval(self, sql: str, timeout: float) -> Any:  # noqa: ASYNC109 -- asyncpg's signature
+        return await self.connection.fetchval(sql, timeout=timeout)
+
+
+async def test_a_server_too_slow_for_the_lock_wait_is_no_pooler(platform: Platform) -> None:
+    # The first connection's server process stands still through the whole lock
+    # wait and continues only once the second's transaction ended: it answers
+    # from its own process, so the session is kept. Time alone decides nothing.
+    timeouts = Timeouts(deadline=4)
+    opening = transaction_opening(timeouts)
+    first = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+    second = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+    stopping = Stopping(first, opening)
+    try:
+        pid = first.get_server_pid()
+        result = await probe_pooler(stopping, ResumingOnCommit(second, stopping), opening, timeouts)
+        assert result == SessionProbe(True, f"server process {pid} kept between transactions")
+        assert stopping.openings == 2
+    finally:
+        stopping.resume()
+        await first.close()
+        await second.close()
+
+
+async def test_a_server_that_never_answers_leaves_it_undecided_and_the_connection_dropped(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Stopped for good: even once the other transaction ended, no answer. The
+    # probe decides nothing, records nothing, and the connection in doubt is
+    # dropped; the next connection is probed anew.
+    first = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+    stopping = Stopping(first, OPENING)
+    watch = SessionWatch()
+
+    async def open_other() -> Any:
+        return await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+
+    try:
+        with pytest.raises(TimeoutError) as timed_out:
+            await watch.require_kept(stopping, open_other, OPENING, TIMEOUTS)
+        assert "even once the other connection's ended" in str(timed_out.value)
+        assert watch.session_not_kept is None
+        assert first.is_closed()
+    finally:
+        stopping.resume()
+        first.terminate()
+    # The next connection, on a server that answers, is probed and kept.
+    again = await asyncpg.connect(platform.exporter_url, statement_cache_size=0)
+    try:
+        await watch.require_kept(again, open_other, OPENING, TIMEOUTS)
+        assert not again.is_closed()
+        assert watch.session_not_kept is None
+    finally:
+        await again.close()
