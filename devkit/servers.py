@@ -114,8 +114,9 @@ def in_containers() -> bool:
     return server_mode() == "docker"
 
 
-def servers_header() -> list[str]:
-    """What the suite's servers are, for the report header."""
+def servers_header(docker_needed: bool = True) -> list[str]:
+    """What the suite's servers are, for the report header; `docker_needed`: the
+    run includes the image and compose tests (not the fast tier alone)."""
     lines: list[str] = []
     if in_containers():
         from devkit import images
@@ -129,6 +130,9 @@ def servers_header() -> list[str]:
             where = f"missing: {exc}"
         lines.append(f"servers: PostgreSQL 15 and Redis 7 from local binaries ({where})")
     host = os.environ.get("DOCKER_HOST")
+    if not docker_needed and not in_containers():
+        lines.append("docker: not used (no image or compose test in this run)")
+        return lines
     engine = DockerEngine(host) if host else None
     if engine is not None and engine.answers():
         lines.append(f"docker: engine {engine.version()} at {host}, for the image and compose tests")

@@ -116,7 +116,8 @@ def enabled_signals(
         reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
     if given is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
-        if not enabled:
+        # Declarations whose source is missing were refused above, naming it: once per cause.
+        if not enabled and not backlogs and not streams:
             reading.refuse("database_url", "no PostgreSQL database or Redis is configured")
         return enabled
     for name in given:

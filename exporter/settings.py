@@ -206,11 +206,11 @@ class Settings:
     def summary(self, where: str) -> str:
         """What these settings serve, as `check-config` and the start-up line say it."""
         users = len(self.web.basic_auth_users)
-        auth = f"on ({users} user{'s' if users != 1 else ''})" if users else "off"
+        auth = f"on ({counted(users, 'user')})" if users else "off"
         streams = self.streams
         declared = (
-            f"; streams declared: {len(streams.consumer_groups)} consumer groups,"
-            f" {len(streams.dead_letter_streams)} dead-letter streams"
+            f"; streams declared: {counted(len(streams.consumer_groups), 'consumer group')},"
+            f" {counted(len(streams.dead_letter_streams), 'dead-letter stream')}"
             if streams
             else ""
         )
@@ -227,3 +227,8 @@ OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 def describe(name: str) -> str:
     """The option `name` as errors name it: its flag and environment variable."""
     return OPTIONS_BY_NAME[name].describe()
+
+
+def counted(number: int, thing: str) -> str:
+    """`number` things, in the singular for one."""
+    return f"{number} {thing}{'' if number == 1 else 's'}"

@@ -40,7 +40,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return servers_header()
+    fast_tier_only = config.getoption("markexpr") == "not slow"
+    return servers_header(docker_needed=not fast_tier_only)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A test that fails by timing must show it: no plugin may run a failed test again.
+    for rerunning in ("rerunfailures", "flaky", "pytest_rerunfailures", "retry"):
+        if config.pluginmanager.hasplugin(rerunning):
+            raise pytest.UsageError(f"the plugin {rerunning!r} reruns failed tests: this suite runs each test once")
 
 
 @pytest.fixture(scope="session")

@@ -105,3 +105,17 @@ def test_scrape_configuration_passes_promtool(page: Path, tmp_path: Path) -> Non
     assert job["job_name"] == "orpycamcp-exporter"
     assert int(job["scrape_timeout"].rstrip("s")) < int(job["scrape_interval"].rstrip("s"))
     _assert_promtool_accepts(config, tmp_path / "prometheus.yml")
+
+
+def test_the_compose_prometheus_configuration_checks_as_its_comment_says() -> None:
+    """The command its header gives for a check outside the compose stack works as written."""
+    path = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+    (command,) = [
+        line.removeprefix("#").strip()
+        for line in path.read_text().splitlines()
+        if line.removeprefix("#").strip().startswith("promtool check config")
+    ]
+    program, *arguments = command.split()
+    result = subprocess.run([tool(program), *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout

@@ -16,11 +16,18 @@ import redis.asyncio
 from exporter import logs
 from exporter.contract import sql
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
+from exporter.errors import ConfigError, InvalidSettings
+from exporter.flags import flag_of
 from exporter.loading import load
+from exporter.settings import OPTIONS_BY_NAME
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 EXPORTER_ROLE = "orpycamcp_exporter"
+# The demo's own servers are the only ones it reads: these options are refused, not ignored.
+OWN_SERVERS = ("database_url", "database_url_file", "redis_url", "redis_url_file")
+# A demo serves on loopback unless told otherwise: its throwaway database has a printed password.
+DEMO_LISTEN_ADDRESS = "127.0.0.1:9874"
 
 
 async def load_contract(url: str, *, demo_data: bool, exporter_password: str | None) -> None:
@@ -62,6 +69,18 @@ def run_demo(values: Mapping[str, Any]) -> int:
     from exporter.http.listen import bind
     from exporter.http.server import serve
 
+    refused = tuple(
+        ConfigError(flag_of(name), "the demo reads its own throwaway servers; give it to serve or diagnose instead")
+        for name in OWN_SERVERS
+        if values.get(name) is not None
+    )
+    if refused:
+        raise InvalidSettings(refused)
+    listen_given = values.get("listen_address") is not None or any(
+        name in os.environ for name in OPTIONS_BY_NAME["listen_address"].envs
+    )
+    if not listen_given:
+        values = {**values, "listen_address": DEMO_LISTEN_ADDRESS}
     # The options checked, and the port taken, before any server starts or any URL is printed.
     checked = load(
         {**values, "database_url": "postgresql://demo@127.0.0.1/demo", "redis_url": "redis://127.0.0.1"}, os.environ
@@ -86,8 +105,13 @@ def run_demo(values: Mapping[str, Any]) -> int:
         settings = load(overrides, os.environ)
         logs.configure(settings.log_format, settings.log_level)
         host = "localhost" if settings.listen_host in ("0.0.0.0", "::", "") else settings.listen_host
+        read_only = [f"{flag_of('database_url')} '{overrides['database_url']}'"]
+        if redis_server is not None:
+            read_only.append(f"{flag_of('redis_url')} '{redis_server.url}'")
         print(
-            f"demo exporter: http://{host}:{settings.listen_port}/metrics (Ctrl-C stops and removes everything)",
+            f"demo exporter: http://{host}:{settings.listen_port}/metrics (Ctrl-C stops and removes everything)\n"
+            f"try diagnose on the same servers (the exporter's read-only role):\n"
+            f"  orpycamcp-exporter diagnose {' '.join(read_only)}",
             file=sys.stderr,
             flush=True,
         )

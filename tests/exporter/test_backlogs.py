@@ -172,7 +172,7 @@ def test_check_config_accepts_the_example() -> None:
     done = run("check-config", "--database-url", DB, "--redis-url", REDIS, "--backlogs.config-file", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     assert "signals dlq,preservation,audit_chain,streams,kyc_dead_letters,outbox" in done.stdout
-    assert "streams declared: 2 consumer groups, 1 dead-letter streams" in done.stdout
+    assert "streams declared: 2 consumer groups, 1 dead-letter stream" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -187,3 +187,15 @@ def test_what_serve_could_not_register_is_refused_at_load(extra: str, problem: s
     with pytest.raises(BacklogConfigError, match=problem) as refused:
         parse_backlogs(text, SETTING)
     assert "\n" not in str(refused.value)
+
+
+def test_check_config_refuses_each_missing_source_once() -> None:
+    # The example declares backlogs and streams: with no URL at all, one refusal
+    # names each missing source, and nothing repeats them.
+    done = run("check-config", "--backlogs.config-file", str(EXAMPLE))
+    assert done.returncode == 2
+    refusals = done.stderr.splitlines()
+    assert len(refusals) == 2, done.stderr
+    assert "the declared backlogs" in refusals[0]
+    assert "the declared streams" in refusals[1]
+    assert done.stdout == ""

@@ -253,8 +253,13 @@ async def test_a_slot_moved_while_a_reading_waits_on_another_node_is_exact_or_un
     target = next(port for port in cluster.ports if port not in (owner, paused))
     cluster.node_of_port(paused).pause()
     try:
+        served_before = stream_commands_served(cluster, owner)
         reading = asyncio.create_task(measured(source))
-        await asyncio.sleep(0.3)  # the pipelines are sent; the paused node has not answered
+        # The owner answered its part (the moving stream's state before the move);
+        # the paused node has not answered.
+        while stream_commands_served(cluster, owner) == served_before:
+            assert not reading.done()
+            await asyncio.sleep(0.02)
         assert not reading.done()
         cluster.begin_migration(slot, target, source=owner)
         cluster.migrate_keys(slot, owner, target)
@@ -278,6 +283,13 @@ async def test_a_slot_moved_while_a_reading_waits_on_another_node_is_exact_or_un
     assert values_of(again) == grown
     with cluster.client(target) as client:
         client.xdel(moving, f"{BASE_MS + 9_000}-0")
+
+
+def stream_commands_served(cluster: LocalCluster, port: int) -> int:
+    """How many stream commands (XLEN, XINFO, XPENDING...) the node at `port` has run."""
+    with cluster.client(port) as client:
+        stats = client.info("commandstats")
+    return sum(int(stat["calls"]) for name, stat in stats.items() if name.startswith("cmdstat_x"))
 
 
 async def test_a_node_down_is_unmeasured_until_it_is_back_then_exact(

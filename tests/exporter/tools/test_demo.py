@@ -4,6 +4,7 @@ and everything removed on Ctrl-C."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from devkit.servers import free_port
+from exporter.flags import flag_of
 from tests.scrapes import parse
 
 EXAMPLE_BACKLOGS = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
@@ -82,6 +84,22 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="invoicing") == 1
         assert page.get("orpycamcp_stream_pending_messages", stream=billing, group="ledger") == 0
         assert page.get("orpycamcp_deadletter_stream_entries", stream="orpycamcp.billing.deadletter") == 1
+        # The diagnose command the demo prints reaches the same servers, as the read-only role.
+        (command,) = [
+            line.strip()
+            for line in log_path.read_text().splitlines()
+            if line.strip().startswith("orpycamcp-exporter diagnose ")
+        ]
+        arguments = shlex.split(command)[1:]
+        assert "orpycamcp_exporter:" in command
+        diagnosed = subprocess.run(
+            [sys.executable, "-m", "exporter", *arguments, "--backlogs.config-file", str(EXAMPLE_BACKLOGS)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert diagnosed.returncode == 0, diagnosed.stdout + diagnosed.stderr
     finally:
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)
@@ -89,3 +107,31 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
     left = list(demo_tmp.iterdir())
     shutil.rmtree(demo_tmp, ignore_errors=True)
     assert left == []
+
+
+def test_demo_refuses_the_servers_it_does_not_read() -> None:
+    # The demo reads its own throwaway servers: a URL given to it is refused, one
+    # line per flag, before anything starts (not silently ignored).
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "demo",
+            "--database-url",
+            "postgresql://u@db.example/platform",
+            "--redis-url",
+            "redis://cache.example:6379/0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    refusals = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(refusals) == 2, done.stderr
+    assert flag_of("database_url") in refusals[0]
+    assert flag_of("redis_url") in refusals[1]
+    assert all("the demo reads its own throwaway servers" in line for line in refusals)
+    assert "starting a throwaway PostgreSQL" not in done.stderr
