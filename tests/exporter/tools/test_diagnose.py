@@ -93,14 +93,9 @@ def test_a_busy_listen_address_is_one_line_and_exit_2() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for command in ("serve", "demo"):
-            done = run(
-                command,
-                "--database-url",
-                "postgresql://u:p@127.0.0.1:9/db",
-                "--web.listen-address",
-                f"127.0.0.1:{port}",
-            )
+        # The demo reads its own servers: it is given no URL.
+        for command, url in (("serve", ("--database-url", "postgresql://u:p@127.0.0.1:9/db")), ("demo", ())):
+            done = run(command, *url, "--web.listen-address", f"127.0.0.1:{port}")
             assert done.returncode == 2, done.stderr
             assert done.stderr.strip().splitlines() == [
                 f"orpycamcp-exporter: cannot listen on 127.0.0.1:{port}: the address is already in use"
