@@ -249,6 +249,22 @@ class DatabaseRefused(SourceError):
         super().__init__(words)
 
 
+class RowSecurityRefused(DatabaseRefused):
+    """Row-level security would filter a table the exporter reads: with
+    row_security off (exporter.sources.transaction) PostgreSQL refuses the
+    statement instead of counting the rows a policy leaves."""
+
+    def __init__(self, table: str, sqlstate: str, words: str) -> None:
+        self.table = table
+        super().__init__(Reason.ROW_SECURITY, sqlstate, words)
+
+    def __str__(self) -> str:
+        return (
+            f"row-level security would filter the rows of table {quoted(self.table)} for the exporter's role:"
+            f" nothing is counted rather than the rows a policy leaves ({self.words})"
+        )
+
+
 class DatabaseConnectionBroken(SourceError):
     """The connection to PostgreSQL failed under a statement (closed, reset, or left
     in a protocol state the client refuses to use); it is replaced."""

@@ -48,7 +48,7 @@ from exporter.sources.lanes import Lane, LanePool
 from exporter.sources.passes import run_pass
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
-from exporter.sources.postgres_errors import server_words, typed_errors
+from exporter.sources.postgres_errors import row_security_table, server_words, typed_errors
 from exporter.sources.transaction import COMMIT_SQL, transaction_opening
 from exporter.timeouts import Timeouts
 
@@ -303,6 +303,8 @@ class Postgres:
         try:
             rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
+            if row_security_table(exc) is not None:
+                raise  # every row or none: not a missing grant (exporter.sources.postgres_errors)
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:

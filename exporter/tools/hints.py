@@ -41,6 +41,10 @@ HINTS: dict[Reason, str] = {
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
     " (exporter/contract/grants.sql)",
+    Reason.ROW_SECURITY: "row-level security is enabled on the table the detail names, and the exporter's role"
+    " is subject to it: every row or no number, so give the role BYPASSRLS (ALTER ROLE orpycamcp_exporter"
+    " BYPASSRLS, as a superuser) or read as the tables' owner (not with FORCE ROW LEVEL SECURITY); no policy,"
+    " not even USING (true), lets the role count (docs/connecting.md, the database role)",
     Reason.AUTHENTICATION_FAILED: f"PostgreSQL refused the user or password: check them in {DATABASE_URL}"
     " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",
