@@ -167,7 +167,7 @@ async def test_a_partitioned_parent_under_row_security_is_never_a_number(seeded:
         f"ALTER TABLE {parent} RENAME TO evento_dead_letter_old;"
         f" CREATE TABLE {parent} (event_id text, tenant_slug text, origin_group text NOT NULL, status text NOT NULL,"
         " created_at timestamptz NOT NULL, resolved_at timestamptz) PARTITION BY LIST (origin_group);"
-        f' CREATE TABLE "tenant_globex".dl_signature PARTITION OF {parent} FOR VALUES IN (\'signature-service\');'
+        f" CREATE TABLE \"tenant_globex\".dl_signature PARTITION OF {parent} FOR VALUES IN ('signature-service');"
         f' CREATE TABLE "tenant_globex".dl_other PARTITION OF {parent} DEFAULT;'
         f' INSERT INTO {parent} SELECT * FROM "tenant_globex".evento_dead_letter_old;'
         f" GRANT SELECT ON {parent} TO {EXPORTER_ROLE}"
