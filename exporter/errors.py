@@ -131,6 +131,18 @@ class ContractViolation(MeasurementError):
         super().__init__(signal, f"{where}: {problem}")
 
 
+class ColumnTypeMismatch(ContractViolation):
+    """A column the contract types is of another type, as the server describes the
+    statement's result (or refuses the time expression on it): its values are not read."""
+
+    def __init__(self, signal: str, column: str, found: str, expected: Sequence[str]) -> None:
+        self.column = column
+        self.found = found
+        self.expected = tuple(expected)
+        stated = " or ".join(part for part in (", ".join(self.expected[:-1]), self.expected[-1]) if part)
+        super().__init__(signal, column, f"column of type {found}, where the contract states {stated}")
+
+
 class InvalidTenantSlug(MeasurementError):
     """A tenant slug that cannot name a schema (too long once prefixed)."""
 
