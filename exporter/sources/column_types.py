@@ -6,8 +6,9 @@ A statement's result columns are checked on its own result description (the
 prepared statement's attributes, exporter.sources.postgres), before its rows are
 fetched: a count must be an integer type, a flag a boolean. A time column is
 read through exporter.zones.instant_sql, which the server refuses to plan for
-a column of any type but timestamp, timestamptz and date (42883): that
-refusal names the column and its type too.
+a column of any type but timestamp, timestamptz and date (42883 for most,
+42846 for those that add an interval but do not cast to a timestamp: time,
+interval): that refusal names the column and its type too.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ INTEGER = ("int2", "int4", "int8")
 BOOLEAN = ("bool",)
 TIME = ("timestamptz", "timestamp", "date")
 
-UNDEFINED_FUNCTION = "42883"  # the time expression applied to a column of another type
+# The time expression applied to a column of another type: no `+ interval` for it,
+# or no cast of the sum to a timestamp.
+NOT_A_TIME = ("42883", "42846")
 # What the server says then, with the column's type (in English, lc_messages permitting).
-NO_OPERATOR = re.compile(r"operator does not exist: (.+?) \+ interval")
+FOUND_TYPE = re.compile(r"operator does not exist: (.+?) \+ interval|cannot cast type (.+?) to timestamp")
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ def time_column(signal: str, column: str) -> Iterator[None]:
     try:
         yield
     except DatabaseRefused as exc:
-        if exc.sqlstate != UNDEFINED_FUNCTION:
+        if exc.sqlstate not in NOT_A_TIME:
             raise
-        found = NO_OPERATOR.search(exc.words)
-        raise ColumnTypeMismatch(signal, column, found.group(1) if found else "another type", TIME) from None
+        found = FOUND_TYPE.search(exc.words)
+        named = next((group for group in found.groups() if group), None) if found else None
+        raise ColumnTypeMismatch(signal, column, named or "another type", TIME) from None
