@@ -18,6 +18,8 @@ class Column:
     signal: str
     table: str  # as the SQL names it
     name: str
+    sql_type: str  # the contract's
+    literal: str  # a value the contract allows
 
     @property
     def where(self) -> str:
@@ -25,10 +27,10 @@ class Column:
         return f"{self.table.split('.')[-1].strip(chr(34))}.{self.name}"
 
 
-CREATED_AT = Column("dlq", '"tenant_acme".evento_dead_letter', "created_at")
-FINISHED_AT = Column("audit_chain", "public.audit_chain_runs", "finished_at")
-BREAKS = Column("audit_chain", "public.audit_chain_runs", "breaks")
-VERIFICATION_OK = Column("audit_chain", "public.audit_chain_runs", "verification_ok")
+CREATED_AT = Column("dlq", '"tenant_acme".evento_dead_letter', "created_at", "timestamptz", "'2026-11-01 10:00Z'")
+FINISHED_AT = Column("audit_chain", "public.audit_chain_runs", "finished_at", "timestamptz", "'2026-11-02 00:00Z'")
+BREAKS = Column("audit_chain", "public.audit_chain_runs", "breaks", "integer", "1")
+VERIFICATION_OK = Column("audit_chain", "public.audit_chain_runs", "verification_ok", "boolean", "true")
 
 
 async def retype(platform: Platform, column: Column, sql_type: str, literal: str) -> None:
@@ -38,6 +40,18 @@ async def retype(platform: Platform, column: Column, sql_type: str, literal: str
         f" ALTER TABLE {column.table} ALTER {column.name} TYPE {sql_type} USING NULL;"
         f" UPDATE {column.table} SET {column.name} = {literal}"
     )
+
+
+async def measured_varied(
+    platform: Platform, column: Column, sql_type: str, literal: str
+) -> list[Sample] | ContractViolation:
+    """`column`'s signal measured with the column of `sql_type` holding `literal`;
+    the column as the contract has it afterwards."""
+    await retype(platform, column, sql_type, literal)
+    try:
+        return await measured(platform, column.signal)
+    finally:
+        await retype(platform, column, column.sql_type, column.literal)
 
 
 async def measured(platform: Platform, signal: str, **options: str) -> list[Sample] | ContractViolation:
