@@ -21,8 +21,9 @@ HINTS: dict[Reason, str] = {
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
-    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it; for a declared"
-    " backlog's time column, `diagnose` says which type and zone it is read in",
+    " than 5 minutes in the future, infinite, before the year 1 or past 9999, a column of another type than"
+    " the contract states, the detail naming both types): fix the row or the column, or the clock of the host"
+    " that wrote it; for a declared backlog's time column, `diagnose` says which type and zone it is read in",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: f"the signal's source is not configured: set {DATABASE_URL} or {REDIS_URL}",
     Reason.TIMEOUT: f"the measurement did not finish within {DEADLINE}: look for locks ({PG_LOCKS})"
