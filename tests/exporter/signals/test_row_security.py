@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import pending_only
+from devkit.pgbouncer import pgbouncer_server
+from devkit.servers import PostgresServer
 from exporter.errors import RowSecurityRefused
 from exporter.outcomes import classify
 from exporter.reasons import Reason
@@ -208,3 +210,19 @@ async def test_a_bypassrls_role_reads_every_table_exactly(
     for table in TABLES:
         assert_exact(page, table)
     assert_refused(await page_of(seeded.exporter_url, tmp_path), TABLES[0])
+
+
+@pytest.mark.parametrize("table", [TABLES[0], TABLES[3]], ids=["evento_dead_letter", "audit_chain_runs"])
+async def test_through_a_transaction_pooler_too(
+    seeded: Platform, pg_server: PostgresServer, tmp_path: Path, table: Table
+) -> None:
+    # The setting travels inside each transaction: a server session the pooler lends
+    # for it has row_security off whatever the session was given before.
+    users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
+    with pgbouncer_server(pg_server.port, "transaction", users, {"default_pool_size": "1"}) as bouncer:
+        url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, seeded.database)
+        backlogs = tmp_path / "backlogs.yml"
+        backlogs.write_text(pending_only(BACKLOG))
+        assert_exact(await scrape_once(url, backlogs_file=str(backlogs), pool_mode="transaction"), table)
+        await seeded.execute(MODES["policy"].format(table=table.name, policy=table.policy))
+        assert_refused(await scrape_once(url, backlogs_file=str(backlogs), pool_mode="transaction"), table)
