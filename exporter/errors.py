@@ -131,6 +131,18 @@ class ContractViolation(MeasurementError):
         super().__init__(signal, f"{where}: {problem}")
 
 
+class ColumnTypeMismatch(ContractViolation):
+    """A column the contract types is of another type, as the server describes the
+    statement's result (or refuses the time expression on it): its values are not read."""
+
+    def __init__(self, signal: str, column: str, found: str, expected: Sequence[str]) -> None:
+        self.column = column
+        self.found = found
+        self.expected = tuple(expected)
+        stated = " or ".join(part for part in (", ".join(self.expected[:-1]), self.expected[-1]) if part)
+        super().__init__(signal, column, f"column of type {found}, where the contract states {stated}")
+
+
 class InvalidTenantSlug(MeasurementError):
     """A tenant slug that cannot name a schema (too long once prefixed)."""
 
@@ -247,6 +259,22 @@ class DatabaseRefused(SourceError):
         self.sqlstate = sqlstate
         self.words = words  # the server's error on one line (exporter.sources.postgres_errors.server_words)
         super().__init__(words)
+
+
+class RowSecurityRefused(DatabaseRefused):
+    """Row-level security would filter a table the exporter reads: with
+    row_security off (exporter.sources.transaction) PostgreSQL refuses the
+    statement instead of counting the rows a policy leaves."""
+
+    def __init__(self, table: str, sqlstate: str, words: str) -> None:
+        self.table = table
+        super().__init__(Reason.ROW_SECURITY, sqlstate, words)
+
+    def __str__(self) -> str:
+        return (
+            f"row-level security would filter the rows of table {quoted(self.table)} for the exporter's role:"
+            f" nothing is counted rather than the rows a policy leaves ({self.words})"
+        )
 
 
 class DatabaseConnectionBroken(SourceError):

@@ -27,6 +27,7 @@ class Reason(StrEnum):
     TENANT_LIST_UNREADABLE = "tenant_list_unreadable"
     MISSING_TABLE = "missing_table"
     PERMISSION_DENIED = "permission_denied"
+    ROW_SECURITY = "row_security"
     AUTHENTICATION_FAILED = "authentication_failed"
     TOO_MANY_CONNECTIONS = "too_many_connections"
     CONNECTION_ERROR = "connection_error"

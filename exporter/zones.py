@@ -88,6 +88,13 @@ def instant_sql(column: str, zone: str) -> str:
     )
 
 
+def epoch_sql(instant: str) -> str:
+    """Seconds since the epoch (a double precision, ±Infinity for the infinities) of
+    `instant` (a timestamptz expression): a time outside the years Python's
+    datetime holds is read as a number, never decoded into a datetime."""
+    return f"date_part('epoch', {instant})"
+
+
 # No zone is more than 12 hours behind UTC (Etc/GMT+12), so a wall-clock time read
 # as UTC is at most this much earlier than the instant it stands for.
 MAX_BEHIND_UTC_SECONDS = 12 * 3600

@@ -65,6 +65,7 @@ FAILURE_REASONS: tuple[str, ...] = (
     "tenant_list_unreadable",
     "missing_table",
     "permission_denied",
+    "row_security",
     "authentication_failed",
     "too_many_connections",
     "connection_error",

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import datetime
 from typing import NamedTuple
 
 import asyncpg
 
 from exporter.backlogs import Backlog, Scope, Value
-from exporter.errors import ArgumentDoesNotFit, ContractViolation, DatabaseRefused
+from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
-from exporter.signals.base import Signal, Source, epoch_seconds
+from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
+from exporter.sources.column_types import INTEGER, ResultTypes, time_column
 from exporter.sources.identifiers import quote_identifier
-from exporter.zones import instant_sql, within_sql
+from exporter.zones import epoch_sql, instant_sql, within_sql
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
 
 
@@ -109,11 +109,14 @@ def aggregate_sql(backlog: Backlog, branches: Sequence[str]) -> str:
     if not backlog.scans_all_rows:
         selected = ["count(*) AS items"]
         if backlog.oldest is not None:
-            selected += ["min(ts) AS oldest", "count(*) - count(ts) AS undated"]
+            selected += [f"{epoch_sql('min(ts)')} AS oldest", "count(*) - count(ts) AS undated"]
     else:
         selected = ["count(*) AS rows", "count(*) FILTER (WHERE p) AS items"]
         if backlog.oldest is not None:
-            selected += ["min(ts) FILTER (WHERE p) AS oldest", "count(*) FILTER (WHERE p AND ts IS NULL) AS undated"]
+            selected += [
+                f"{epoch_sql('min(ts) FILTER (WHERE p)')} AS oldest",
+                "count(*) FILTER (WHERE p AND ts IS NULL) AS undated",
+            ]
         if backlog.arrivals is not None:
             selected.append("count(*) - count(arr) AS unstamped")
             selected += [
@@ -137,32 +140,34 @@ def group_label(value: object) -> str:
 
 
 def oldest_seconds(backlog: Backlog, value: object) -> float:
-    where = _column(backlog, str(backlog.oldest))
-    # The SQL reads every time column as a timestamptz (exporter.zones.instant_sql);
-    # the driver reads 'infinity' and '-infinity' as naive datetime.max and .min.
-    infinite = isinstance(value, datetime) and value in (datetime.max, datetime.min)
-    if not isinstance(value, datetime) or (value.tzinfo is None and not infinite):
-        raise ContractViolation(backlog.name, where, f"not read as an instant ({type(value).__name__})")
-    return epoch_seconds(backlog.name, where, value)
+    # The SQL reads the oldest as seconds since the epoch of its instant (exporter.zones).
+    return instant_seconds(backlog.name, _column(backlog, str(backlog.oldest)), value)
 
 
-UNDEFINED_FUNCTION = "42883"  # the time expression applied to a column of another type
+def time_column_name(backlog: Backlog) -> str:
+    """The time column a refused time expression is said to be in: the oldest, else the arrivals'."""
+    column = backlog.oldest if backlog.oldest is not None else backlog.arrivals.column if backlog.arrivals else ""
+    return _column(backlog, column)
+
+
+def result_types(backlog: Backlog) -> ResultTypes:
+    counts: tuple[str, ...] = ("items", "rows", "undated", "unstamped")
+    if backlog.arrivals is not None:
+        counts += tuple(f"arrived_{number}" for number in range(len(backlog.arrivals.windows)))
+    return ResultTypes(backlog.name, backlog.table[-1], dict.fromkeys(counts, INTEGER))
 
 
 async def read(backlog: Backlog, sources: Sources) -> list[asyncpg.Record]:
     postgres = sources.require_postgres(backlog.name)
     where, args = predicate(backlog)
+    types = result_types(backlog)
     try:
-        if backlog.scope is Scope.TENANT:
-            return await postgres.fetch_tenant_batches(backlog.name, functools.partial(batch_sql, backlog, where), args)
-        return await postgres.fetch(aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)]), *args)
-    except DatabaseRefused as exc:
-        if exc.sqlstate != UNDEFINED_FUNCTION:
-            raise
-        # The time expression plans only for a timestamp, timestamptz or date (exporter.zones).
-        raise ContractViolation(
-            backlog.name, f"{backlog.table[-1]}.{backlog.oldest}", "not a timestamp, timestamptz or date column"
-        ) from None
+        with time_column(backlog.name, time_column_name(backlog)):
+            if backlog.scope is Scope.TENANT:
+                batches = functools.partial(batch_sql, backlog, where)
+                return await postgres.fetch_tenant_batches(backlog.name, batches, args, types)
+            statement = aggregate_sql(backlog, [branch_sql(backlog, global_table(backlog), where)])
+            return await postgres.fetch(statement, *args, types=types)
     except ArgumentDoesNotFit as exc:
         # A declared value of the wrong type for its column (text for an integer column, ...).
         raise ContractViolation(backlog.name, "pending", str(exc)) from None

@@ -3,6 +3,7 @@ coroutine that measures it completely or raises."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -54,11 +55,25 @@ def not_in_future(signal: str, where: str, seconds: float, now: float | None = N
     return seconds
 
 
-def epoch_seconds(signal: str, where: str, value: datetime, now: float | None = None) -> float:
-    """Seconds since the epoch of a timestamptz; 'infinity' and '-infinity'
-    (read as datetime.max and datetime.min) break the contract, and so does a
-    time in the future (see FUTURE_TOLERANCE_SECONDS)."""
-    naive = value.replace(tzinfo=None)
-    if naive in (datetime.max, datetime.min):
+# The instants Python's datetime holds (years 1 to 9999), in seconds since the
+# epoch: PostgreSQL holds more (4713 BC to 294276 AD), and no such time is a
+# creation or a verification the platform wrote.
+FIRST_SECOND = float(datetime(1, 1, 1, tzinfo=UTC).timestamp())
+PAST_LAST_SECOND = float(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp() + 1)
+
+
+def instant_seconds(signal: str, where: str, value: object, now: float | None = None) -> float:
+    """Seconds since the epoch of a time the statement read as such
+    (exporter.zones.epoch_sql): a number; 'infinity' and '-infinity', a year
+    before 1 (BC) or past 9999, and a time in the future (see
+    FUTURE_TOLERANCE_SECONDS) break the contract."""
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        raise ContractViolation(signal, where, f"not read as an instant ({type(value).__name__})")
+    seconds = float(value)
+    if math.isinf(seconds) or math.isnan(seconds):
         raise ContractViolation(signal, where, "infinite timestamp")
-    return not_in_future(signal, where, value.timestamp(), now)
+    if seconds < FIRST_SECOND:
+        raise ContractViolation(signal, where, f"timestamp {seconds:.0f} (Unix time) is before the year 1 (BC)")
+    if seconds >= PAST_LAST_SECOND:
+        raise ContractViolation(signal, where, f"timestamp {seconds:.0f} (Unix time) is past the year 9999")
+    return not_in_future(signal, where, seconds, now)

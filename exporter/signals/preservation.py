@@ -9,9 +9,11 @@ from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source
 from exporter.sources import Sources
+from exporter.sources.column_types import INTEGER, ResultTypes
 from registry.families import PRESERVATION_EXHAUSTED
 
 NAME = "preservation"
+TYPES = ResultTypes(NAME, "preservation_retry", {"artifacts": INTEGER})
 
 
 def batch_sql(schemas: Sequence[str]) -> str:
@@ -25,7 +27,7 @@ def batch_sql(schemas: Sequence[str]) -> str:
 
 
 async def measure(sources: Sources) -> list[Sample]:
-    rows = await sources.require_postgres(NAME).fetch_tenant_batches(NAME, batch_sql)
+    rows = await sources.require_postgres(NAME).fetch_tenant_batches(NAME, batch_sql, types=TYPES)
     artifacts: dict[tuple[str, str], int] = {}
     for row in rows:
         artifact, phase = row["artifact"], row["phase"]

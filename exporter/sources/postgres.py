@@ -42,13 +42,14 @@ from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.sources.batches import tenant_batches
+from exporter.sources.column_types import ResultTypes
 from exporter.sources.connect import connect
 from exporter.sources.identifiers import tenant_schema
 from exporter.sources.lanes import Lane, LanePool
 from exporter.sources.passes import run_pass
 from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
-from exporter.sources.postgres_errors import server_words, typed_errors
+from exporter.sources.postgres_errors import row_security_table, server_words, typed_errors
 from exporter.sources.transaction import COMMIT_SQL, transaction_opening
 from exporter.timeouts import Timeouts
 
@@ -160,9 +161,10 @@ class Postgres:
     # -- transactions --------------------------------------------------------
 
     async def _transaction(
-        self, lane: Lane, sql: str, args: Sequence[object], check_session: bool
+        self, lane: Lane, sql: str, args: Sequence[object], check_session: bool, types: ResultTypes | None = None
     ) -> list[asyncpg.Record]:
-        """`sql` (`args` bound) in a read-only transaction of its own, with its own limits.
+        """`sql` (`args` bound) in a read-only transaction of its own, with its own
+        limits; its result columns of the `types` checked before any row is fetched.
 
         Session mode: the statement is prepared (named) once per connection;
         with `check_session`, the transaction first makes sure it runs in the
@@ -173,17 +175,22 @@ class Postgres:
         client = self.timeouts.client
         await connection.execute(self._opening, timeout=client)
         if self.settings.pool_mode is PoolMode.TRANSACTION:
-            # Unnamed: parsed, planned and run inside this transaction, so on
-            # the one server session the pooler lends for it.
-            rows: list[asyncpg.Record] = await connection.fetch(sql, *args, timeout=client)
+            # Unnamed (no statement cache): parsed, planned and run inside this
+            # transaction, so on the one server session the pooler lends for it.
+            statement = await connection.prepare(sql, timeout=client)
+            if types is not None:
+                types.check(statement)
+            rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=client)
         else:
             if check_session or lane.backend_pid is None:
                 await self._check_session(lane)
-            rows = await self._fetch_prepared(lane, sql, args)
+            rows = await self._fetch_prepared(lane, sql, args, types)
         await connection.execute(COMMIT_SQL, timeout=client)
         return rows
 
-    async def _fetch_prepared(self, lane: Lane, sql: str, args: Sequence[object] = ()) -> list[asyncpg.Record]:
+    async def _fetch_prepared(
+        self, lane: Lane, sql: str, args: Sequence[object] = (), types: ResultTypes | None = None
+    ) -> list[asyncpg.Record]:
         connection = lane.connection
         assert connection is not None  # set by LanePool.use
         try:
@@ -192,6 +199,8 @@ class Postgres:
                 statement = await connection.prepare(sql, name=next(lane.statement_names), timeout=self.timeouts.client)
                 self.prepares += 1
                 lane.prepared[sql] = statement
+            if types is not None:
+                types.check(statement)
             try:
                 rows: list[asyncpg.Record] = await statement.fetch(*args, timeout=self.timeouts.client)
             except asyncpg.exceptions.FeatureNotSupportedError:
@@ -218,15 +227,16 @@ class Postgres:
 
     # -- public --------------------------------------------------------------
 
-    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        """The rows of one statement (`args` bound), in a transaction of its own."""
+    async def fetch(self, sql: str, *args: object, types: ResultTypes | None = None) -> list[asyncpg.Record]:
+        """The rows of one statement (`args` bound), in a transaction of its own,
+        once its result columns are of the `types`."""
         with typed_errors():
-            return await self._fetch(sql, args)
+            return await self._fetch(sql, args, types)
 
-    async def _fetch(self, sql: str, args: Sequence[object]) -> list[asyncpg.Record]:
+    async def _fetch(self, sql: str, args: Sequence[object], types: ResultTypes | None = None) -> list[asyncpg.Record]:
         self._refuse_lost_session()
         async with self._pool.use() as lane:
-            return await self._transaction(lane, sql, args, check_session=True)
+            return await self._transaction(lane, sql, args, check_session=True, types=types)
 
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
@@ -303,6 +313,8 @@ class Postgres:
         try:
             rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
         except UNREADABLE_TENANT_LIST as exc:
+            if row_security_table(exc) is not None:
+                raise  # every row or none: not a missing grant (exporter.sources.postgres_errors)
             raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:
@@ -314,10 +326,14 @@ class Postgres:
         return [row["slug"] for row in rows]
 
     async def fetch_tenant_batches(
-        self, signal: str, batch_sql: Callable[[Sequence[str]], str], args: Sequence[object] = ()
+        self,
+        signal: str,
+        batch_sql: Callable[[Sequence[str]], str],
+        args: Sequence[object] = (),
+        types: ResultTypes | None = None,
     ) -> list[asyncpg.Record]:
         """Run `batch_sql` over every active tenant's schema, batch by batch,
-        binding `args` to every batch's statement.
+        binding `args` to every batch's statement, whose result columns must be of the `types`.
 
         Each batch is one statement in its own transaction. The batches are
         split into contiguous ranges, one per lane; the lanes run side by side,
@@ -334,7 +350,7 @@ class Postgres:
         slugs = await self.active_tenant_slugs()
         batches = tenant_batches(slugs, self.settings.batch_size)
         statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
-        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args))
+        task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args, types))
         self._passes[signal] = task
         task.add_done_callback(lambda done: self._pass_done(signal, done))
         # Shielded: a measurement cut at its deadline leaves the pass running to
@@ -351,7 +367,7 @@ class Postgres:
             task.exception()  # retrieved here too, in case the measurement gave up waiting
 
     async def _run_batches(
-        self, signal: str, statements: Sequence[str], args: Sequence[object]
+        self, signal: str, statements: Sequence[str], args: Sequence[object], types: ResultTypes | None
     ) -> list[asyncpg.Record]:
         # Each signal starts on its own lane: with few batches the signals run
         # side by side instead of queueing on the first lane. Every lane still
@@ -363,7 +379,7 @@ class Postgres:
             async with self._pool.use(lane):
                 # The session is checked once per pass on each lane; every
                 # statement name is checked by the server on every use.
-                return await self._transaction(lane, sql, args, check_session=first)
+                return await self._transaction(lane, sql, args, check_session=first, types=types)
 
         return await run_pass(signal, statements, lanes, statement)
 

@@ -6,11 +6,12 @@ what went wrong."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 import asyncpg
 
-from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused
+from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, RowSecurityRefused
 from exporter.reasons import Reason
 
 # The SQLSTATEs (by asyncpg's class for each) the exporter knows; the first match wins.
@@ -34,6 +35,20 @@ REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
 )
 
 
+# What PostgreSQL answers, with SQLSTATE 42501 like a missing grant, a statement
+# that row-level security would filter while row_security is off
+# (exporter.sources.transaction); the table is named without its schema.
+ROW_SECURITY = re.compile(r'query would be affected by row-level security policy for table "(.*)"', re.DOTALL)
+
+
+def row_security_table(exc: BaseException) -> str | None:
+    """The table row-level security would filter, when that is what `exc` says; else None."""
+    if not isinstance(exc, asyncpg.exceptions.InsufficientPrivilegeError):
+        return None
+    match = ROW_SECURITY.search(str(exc))
+    return None if match is None else match.group(1)
+
+
 # What PgBouncer answers a transaction block in pool_mode = statement, as it closes the connection.
 STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
 
@@ -48,6 +63,9 @@ def translated(exc: BaseException) -> BaseException:
         # PgBouncer's only word for it.
         return DatabaseRefused(Reason.STATEMENT_POOLER, exc.sqlstate, server_words(exc))
     if isinstance(exc, asyncpg.PostgresError):
+        table = row_security_table(exc)
+        if table is not None:
+            return RowSecurityRefused(table, exc.sqlstate, server_words(exc))
         reason = next((reason for kind, reason in REASONS if isinstance(exc, kind)), Reason.SQL_ERROR)
         return DatabaseRefused(reason, exc.sqlstate, server_words(exc))
     if isinstance(exc, asyncpg.exceptions.InternalClientError):

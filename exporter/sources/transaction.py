@@ -2,7 +2,7 @@
 guarantees travel with each transaction, so they hold on every path to the
 server (directly, or through a session or a transaction pooler): read only,
 the statement and lock timeouts, no parallel workers, no JIT, TimeZone UTC,
-generic plans."""
+generic plans, and no row-level security filtering (every row or an error)."""
 
 from __future__ import annotations
 
@@ -37,5 +37,10 @@ def transaction_opening(timeouts: Timeouts) -> str:
         # A statement binding values (a declared backlog's pending values) would
         # otherwise be planned anew for its first 5 runs on every connection;
         # the plans do not depend on those values.
-        " SET LOCAL plan_cache_mode = force_generic_plan"
+        " SET LOCAL plan_cache_mode = force_generic_plan;"
+        # Row-level security would hide rows silently, and a count of the rows
+        # left is a false number: with row_security off, PostgreSQL refuses
+        # instead (42501) any statement a policy would filter; a role with
+        # BYPASSRLS, or the tables' owner (unless the table FORCEs it), reads every row.
+        " SET LOCAL row_security = off"
     )

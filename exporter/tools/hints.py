@@ -21,8 +21,9 @@ HINTS: dict[Reason, str] = {
     Reason.DUPLICATE_SAMPLE: "a signal reported the same series twice: a defect, please report it",
     Reason.INVALID_VALUE: "the data holds a negative, NULL or infinite count: fix the row",
     Reason.CONTRACT_VIOLATION: "the data breaks the contract (a NULL, an out-of-range value, a timestamp more"
-    " than 5 minutes in the future): fix the row, or the clock of the host that wrote it; for a declared"
-    " backlog's time column, `diagnose` says which type and zone it is read in",
+    " than 5 minutes in the future, infinite, before the year 1 or past 9999, a column of another type than"
+    " the contract states, the detail naming both types): fix the row or the column, or the clock of the host"
+    " that wrote it; for a declared backlog's time column, `diagnose` says which type and zone it is read in",
     Reason.INVALID_TENANT: "a tenant slug is too long to name a schema (63-byte identifiers)",
     Reason.NOT_CONFIGURED: f"the signal's source is not configured: set {DATABASE_URL} or {REDIS_URL}",
     Reason.TIMEOUT: f"the measurement did not finish within {DEADLINE}: look for locks ({PG_LOCKS})"
@@ -41,6 +42,10 @@ HINTS: dict[Reason, str] = {
     " provisioning_status to something other than 'active' until it is provisioned",
     Reason.PERMISSION_DENIED: "grant the exporter role read access: SELECT public.orpycamcp_grant_tenant('<slug>')"
     " (exporter/contract/grants.sql)",
+    Reason.ROW_SECURITY: "row-level security is enabled on the table the detail names, and the exporter's role"
+    " is subject to it: every row or no number, so give the role BYPASSRLS (ALTER ROLE orpycamcp_exporter"
+    " BYPASSRLS, as a superuser) or read as the tables' owner (not with FORCE ROW LEVEL SECURITY); no policy,"
+    " not even USING (true), lets the role count (docs/connecting.md, the database role)",
     Reason.AUTHENTICATION_FAILED: f"PostgreSQL refused the user or password: check them in {DATABASE_URL}"
     " (or its file, or PGPASSWORD / PGPASSFILE when the URL has no password) and the server's pg_hba.conf",
     Reason.TOO_MANY_CONNECTIONS: "the server has no free connection slot (max_connections)",

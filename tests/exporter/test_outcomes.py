@@ -68,6 +68,12 @@ def test_classify(exc: BaseException, reason: str) -> None:
         (asyncpg.exceptions.UndefinedTableError("relation does not exist"), "missing_table"),
         (asyncpg.exceptions.InvalidSchemaNameError("schema does not exist"), "missing_table"),
         (asyncpg.exceptions.InsufficientPrivilegeError("permission denied"), "permission_denied"),
+        (
+            asyncpg.exceptions.InsufficientPrivilegeError(
+                'query would be affected by row-level security policy for table "evento_dead_letter"'
+            ),
+            "row_security",
+        ),
         (asyncpg.exceptions.InvalidPasswordError("password authentication failed"), "authentication_failed"),
         (asyncpg.exceptions.TooManyConnectionsError("too many clients"), "too_many_connections"),
         (asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"), "connection_error"),

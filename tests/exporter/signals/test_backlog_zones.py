@@ -105,7 +105,9 @@ async def test_a_column_of_another_type_makes_the_backlog_unmeasured(bogota: Pla
     assert outcome is not None
     assert outcome.failure is not None
     assert outcome.failure.reason == "contract_violation"
-    assert str(raised.value) == "signal jobs: jobs.status: not a timestamp, timestamptz or date column"
+    assert str(raised.value) == (
+        "signal jobs: jobs.status: column of type text, where the contract states timestamptz, timestamp or date"
+    )
 
 
 async def test_the_server_zone_holds_whatever_a_transaction_sets(bogota: Platform) -> None:

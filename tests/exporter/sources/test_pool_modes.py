@@ -256,7 +256,7 @@ async def test_every_transaction_is_read_only_with_its_own_limits_through_a_tran
                     " (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS statement_timeout,"
                     " (SELECT setting FROM pg_settings WHERE name = 'lock_timeout') AS lock_timeout,"
                     " current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit,"
-                    " current_setting('plan_cache_mode') AS plans"
+                    " current_setting('plan_cache_mode') AS plans, current_setting('row_security') AS row_security"
                 )
             finally:
                 await postgres.close()
@@ -265,17 +265,18 @@ async def test_every_transaction_is_read_only_with_its_own_limits_through_a_tran
             assert inside["statement_timeout"] == milliseconds(timeouts.statement)
             assert inside["lock_timeout"] == milliseconds(timeouts.lock)
             assert (inside["workers"], inside["jit"], inside["plans"]) == ("0", "off", "force_generic_plan")
+            assert inside["row_security"] == "off"
             # The same server session, after the exporter's transactions: as it was.
             assert await plain.fetchval(BACKEND_PID_SQL) == inside["pid"]
             after = await plain.fetchrow(
                 "SELECT current_setting('transaction_read_only') AS read_only,"
                 " (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS statement_timeout,"
                 " (SELECT count(*) FROM pg_prepared_statements) AS prepared,"
-                " current_setting('plan_cache_mode') AS plans"
+                " current_setting('plan_cache_mode') AS plans, current_setting('row_security') AS row_security"
             )
             assert after is not None
             assert (after["read_only"], after["statement_timeout"], after["prepared"]) == ("off", "0", 0)
-            assert after["plans"] == "auto"
+            assert (after["plans"], after["row_security"]) == ("auto", "on")
             assert await plain.fetchval("SELECT count(*) FROM public.tenants WHERE slug = 'intruder'") == 0
         finally:
             await plain.close()

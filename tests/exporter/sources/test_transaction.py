@@ -35,6 +35,7 @@ SETTINGS = (
     "TimeZone",
     "jit",
     "plan_cache_mode",
+    "row_security",
 )
 
 
@@ -52,7 +53,11 @@ async def test_every_transaction_opens_read_only_with_its_limits(platform: Platf
     try:
         before = await settings_inside(connection)
         assert {name: before[name] for name in session} == session
-        assert (before["transaction_read_only"], before["plan_cache_mode"]) == ("off", "auto")
+        assert (before["transaction_read_only"], before["plan_cache_mode"], before["row_security"]) == (
+            "off",
+            "auto",
+            "on",
+        )
         await connection.execute(transaction_opening(timeouts))
         assert connection.is_in_transaction()
         assert await settings_inside(connection) == {
@@ -63,6 +68,7 @@ async def test_every_transaction_opens_read_only_with_its_limits(platform: Platf
             "TimeZone": "UTC",
             "jit": "off",
             "plan_cache_mode": "force_generic_plan",
+            "row_security": "off",
         }
         with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
             await connection.execute("CREATE TABLE public.intruder (id int)")

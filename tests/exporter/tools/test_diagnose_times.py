@@ -76,8 +76,9 @@ async def test_a_timestamptz_needs_no_word(bogota: Platform, tmp_path: Path) -> 
 async def test_a_column_of_another_type_is_named_with_what_to_declare(bogota: Platform, tmp_path: Path) -> None:
     done = diagnose(bogota, declared(tmp_path, "status", None))
     assert done.returncode == 1
-    assert "FAIL jobs: not measurable: contract_violation: jobs.status: not a timestamp, timestamptz or date" in (
-        done.stdout
-    )
+    assert (
+        "FAIL jobs: not measurable: contract_violation: jobs.status: column of type text,"
+        " where the contract states timestamptz, timestamp or date"
+    ) in done.stdout
     assert "warn jobs: jobs.status is a text column, not a timestamp, timestamptz or date" in done.stdout
     assert "hint: declare as `oldest` the column that holds when the item became pending" in done.stdout
