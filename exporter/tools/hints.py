@@ -93,7 +93,7 @@ HINTS: dict[Reason, str] = {
 # The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
-    " -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname"
+    " -@all +xpending +xinfo|groups +xinfo|stream +xinfo|consumers +xlen +xrange +info +client|setname"
 )
 # What a Redis Cluster's nodes also allow the same user: the slot map, and reading a
 # key whose slot is being migrated on the node importing it.
