@@ -202,6 +202,7 @@ async def bench_deployment(
             *reading.pending,
             *reading.consumers,
             *reading.groups,
+            *reading.stream_infos,
             *(reply for pair in deadletters for reply in pair),
         ] == replies
         ours: list[float] = []

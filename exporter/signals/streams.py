@@ -29,7 +29,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
-from exporter.signals.stream_replies import NAME, entry_id, reply_count
+from exporter.signals.stream_replies import NAME as NAME  # the signal's name, imported from here
+from exporter.signals.stream_replies import entry_id, reply_count
 from exporter.signals.streams_lag import StreamState, stream_state, undelivered
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsQuery, StreamsReading

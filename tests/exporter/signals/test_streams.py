@@ -955,3 +955,31 @@ async def test_without_redis_streams_names_itself_unconfigured() -> None:
     with pytest.raises(SourceNotConfigured) as raised:
         await SIGNAL.measure(Sources())
     assert raised.value.signal == "streams"
+
+
+@pytest.mark.parametrize(
+    ("group", "stream", "reason"),
+    [
+        ({"lag": None}, stream_reply(length=9, last=b"9-0", added=9), "not_counted"),
+        ({"lag": 9}, stream_reply(length=5, last=b"9-0", added=9), "exceeds_length"),
+        ({"lag": 4, "last-delivered-id": b"9-0"}, stream_reply(length=5, last=b"9-0", added=9), "not_zero_at_last_id"),
+        ({"lag": 4, "entries-read": 3}, stream_reply(length=5, last=b"9-0", added=9), "counters_disagree"),
+    ],
+)
+async def test_a_lag_that_breaks_a_rule_is_withheld_naming_it(
+    group: dict[str, object], stream: dict[str, object], reason: str
+) -> None:
+    first, *others = groups_reply(SOURCE_STREAMS[0])
+    samples = samples_of(
+        reading(
+            groups=([first | group, *others], groups_reply(SOURCE_STREAMS[1])), stream_infos=(stream, stream_reply())
+        )
+    )
+    values = {(sample.family, sample.labels): sample.value for sample in samples}
+    assert (UNDELIVERED, STREAM_GROUPS[0]) not in values
+    assert values[(UNKNOWN, STREAM_GROUPS[0])] == 1
+    assert {labels for family, labels in values if family == UNKNOWN} == {STREAM_GROUPS[0]}
+    assert {labels[0]: value for (family, labels), value in values.items() if family == UNKNOWN_GROUPS} == {
+        other: int(other == reason) for other in UNDELIVERED_UNKNOWN_REASONS
+    }
+    assert values[(PENDING, STREAM_GROUPS[0])] == 0  # the group's other series stay
