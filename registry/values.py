@@ -94,6 +94,7 @@ FAILURE_REASONS: tuple[str, ...] = (
     "cluster_changed",
     "not_a_cluster",
     "sentinels_disagree",
+    "sentinels_too_few",
     "redis_too_old",
     "internal_error",
 )

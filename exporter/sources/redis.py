@@ -25,7 +25,7 @@ from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.cluster_read import ClusterReader, Command
-from exporter.sources.redis_clients import RedisClient, RedisClients, build_clients
+from exporter.sources.redis_clients import MAJORITY_OF_CONFIGURED, RedisClient, RedisClients, build_clients
 from exporter.sources.redis_errors import reply_error, translating
 from exporter.sources.redis_exchange import exchange
 from exporter.sources.redis_tls import NO_TLS, RedisTls
@@ -39,6 +39,7 @@ class RedisSettings:
     replica_max_staleness: float = field(kw_only=True)
     client_name: str = "orpycamcp-exporter"
     tls: RedisTls = NO_TLS
+    sentinel_majority: str = MAJORITY_OF_CONFIGURED  # or MAJORITY_OF_ANSWERING (redis_clients)
 
     @property
     def target(self) -> RedisTarget:
@@ -135,7 +136,11 @@ class RedisStreams:
         self._life.ensure_open()
         if self._clients is None:
             self._clients = build_clients(
-                self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts
+                self.settings.target,
+                self.settings.tls,
+                self.settings.client_name,
+                self.timeouts,
+                self.settings.sentinel_majority,
             )
         return self._clients
 
