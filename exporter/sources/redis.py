@@ -25,7 +25,7 @@ from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
 from exporter.sources.cluster_read import ClusterReader, Command
-from exporter.sources.redis_clients import MAJORITY_OF_CONFIGURED, RedisClient, RedisClients, build_clients
+from exporter.sources.redis_clients import RedisClient, RedisClients, build_clients
 from exporter.sources.redis_errors import reply_error, translating
 from exporter.sources.redis_exchange import exchange
 from exporter.sources.redis_tls import NO_TLS, RedisTls
@@ -39,7 +39,7 @@ class RedisSettings:
     replica_max_staleness: float = field(kw_only=True)
     client_name: str = "orpycamcp-exporter"
     tls: RedisTls = NO_TLS
-    sentinel_majority: str = MAJORITY_OF_CONFIGURED  # or MAJORITY_OF_ANSWERING (redis_clients)
+    sentinel_majority: str = field(kw_only=True)  # redis_clients.SENTINEL_MAJORITIES
 
     @property
     def target(self) -> RedisTarget:

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.anyio
 
 Values = dict[tuple[str, tuple[str, ...]], float]
 TIMEOUTS = Timeouts(5.0)
-CLUSTER_SETTINGS = RedisSettings("redis+cluster://", replica_max_staleness=60)
+CLUSTER_SETTINGS = RedisSettings("redis+cluster://", replica_max_staleness=60, sentinel_majority="configured")
 BASE_MS = 1_764_600_000_000  # entry IDs the test chooses: their times are known
 
 
@@ -119,7 +119,9 @@ def cluster_client(cluster: LocalCluster) -> RedisCluster:
 @pytest.fixture
 async def source(cluster: LocalCluster) -> AsyncIterator[RedisStreams]:
     streams_source = RedisStreams(
-        RedisSettings("redis+cluster://", replica_max_staleness=60), TIMEOUTS, client=cluster_client(cluster)
+        RedisSettings("redis+cluster://", replica_max_staleness=60, sentinel_majority="configured"),
+        TIMEOUTS,
+        client=cluster_client(cluster),
     )
     try:
         yield streams_source
@@ -323,7 +325,9 @@ async def test_a_node_down_is_unmeasured_until_it_is_back_then_exact(
 async def test_a_plain_url_at_a_cluster_node_surfaces_the_redirect(cluster: LocalCluster) -> None:
     # A node that does not serve the first command's key: it answers MOVED.
     port = next(port for port in cluster.ports if port != cluster.slot_owner(cluster.keyslot(STREAM_GROUPS[0][0])))
-    plain = RedisStreams(RedisSettings(f"redis://127.0.0.1:{port}/0", replica_max_staleness=60), TIMEOUTS)
+    plain = RedisStreams(
+        RedisSettings(f"redis://127.0.0.1:{port}/0", replica_max_staleness=60, sentinel_majority="configured"), TIMEOUTS
+    )
     try:
         with pytest.raises(RedisClusterRedirect, match=r"use a redis\+cluster:// URL"):
             await plain.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
@@ -340,7 +344,9 @@ async def test_one_round_trip_per_node_per_reading(cluster: LocalCluster) -> Non
         await relay.start()
     cluster.announce({port: relay.port for port, relay in relays.items()})
     relayed = RedisStreams(
-        RedisSettings("redis+cluster://", replica_max_staleness=60), TIMEOUTS, client=cluster_client(cluster)
+        RedisSettings("redis+cluster://", replica_max_staleness=60, sentinel_majority="configured"),
+        TIMEOUTS,
+        client=cluster_client(cluster),
     )
     try:
         assert values_of(await measured(relayed)) == expected  # connects, reads the slot map
