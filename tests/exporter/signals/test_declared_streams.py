@@ -5,7 +5,6 @@ and a declared group that does not exist leaves the signal unmeasured."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -37,16 +36,6 @@ PENDING = "orpycamcp_stream_pending_messages"
 OLDEST_PENDING = "orpycamcp_stream_oldest_pending_timestamp_seconds"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
 DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
-
-
-@pytest.fixture
-async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture

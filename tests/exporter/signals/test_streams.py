@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -53,17 +53,6 @@ def only(stream: str) -> tuple[tuple[str, str], ...]:
 
 def connect(url: str) -> Redis:
     return Redis.from_url(url, decode_responses=True)
-
-
-@pytest.fixture
-async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    """The session Redis, emptied for this test."""
-    client = connect(redis.url)
-    await client.flushall()
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture

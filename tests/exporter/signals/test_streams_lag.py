@@ -7,7 +7,7 @@ The truth is counted with XRANGE: the entries after the group's last delivered I
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from redis.asyncio import Redis
@@ -29,16 +29,6 @@ GROUPS = tuple(group for stream, group in STREAM_GROUPS if stream == DOCUMENTS)
 RIGHT = "right"  # Redis's lag is the truth: published as it is
 PASSES = "passes"  # Redis 7.0's lag is wrong and contradicts nothing else it says (docs/streams.md)
 PHASES = ("after", "caught up", "2 more", "2 more, caught up")
-
-
-@pytest.fixture
-async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 async def truth_and_lag(db: Redis) -> dict[str, tuple[int, int | None]]:
