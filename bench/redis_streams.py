@@ -183,7 +183,7 @@ async def bench_deployment(
     await seed(client, load)
     await client.aclose()
     source = RedisStreams(
-        RedisSettings(f"redis://127.0.0.1:{port}/0", replica_max_staleness=60),
+        RedisSettings(f"redis://127.0.0.1:{port}/0", replica_max_staleness=60, sentinel_majority="configured"),
         TIMEOUTS,
         client=cluster_client(cluster.ports) if cluster is not None else None,
     )
@@ -202,6 +202,7 @@ async def bench_deployment(
             *reading.pending,
             *reading.consumers,
             *reading.groups,
+            *reading.stream_infos,
             *(reply for pair in deadletters for reply in pair),
         ] == replies
         ours: list[float] = []
@@ -239,7 +240,7 @@ async def count_round_trips(port: int, cluster: LocalCluster | None, load: Workl
     if cluster is not None:
         cluster.announce({p: relay.port for p, relay in relays.items()})
     source = RedisStreams(
-        RedisSettings(relays[port].url, replica_max_staleness=60),
+        RedisSettings(relays[port].url, replica_max_staleness=60, sentinel_majority="configured"),
         TIMEOUTS,
         client=cluster_client(ports) if cluster is not None else None,
     )

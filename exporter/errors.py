@@ -403,12 +403,30 @@ class SentinelsDisagree(SourceError):
     reason = Reason.SENTINELS_DISAGREE
 
     def __init__(self, service: str, votes: Sequence[tuple[str, str]]) -> None:
+        """`votes`: each sentinel and what it said ("names HOST:PORT", "did not answer (...)")."""
         self.service = service
         self.votes = tuple(votes)
-        named = "; ".join(f"{sentinel} names {master}" for sentinel, master in self.votes)
+        named = "; ".join(f"{sentinel} {answer}" for sentinel, answer in self.votes)
         super().__init__(
-            f"the sentinels disagree on the master of service {service!r}, none named by a majority of those"
-            f" that answered ({named}): nothing is read until a majority agrees"
+            f"the sentinels disagree on the master of service {service!r}, none named by a majority"
+            f" ({named}): nothing is read until a majority agrees"
+        )
+
+
+class SentinelsTooFew(SourceError):
+    """One master named, by fewer than a strict majority of the sentinels the URL
+    configures, the others not answering: it would be trusted on too few words."""
+
+    reason = Reason.SENTINELS_TOO_FEW
+
+    def __init__(self, service: str, configured: int, answers: Sequence[tuple[str, str]]) -> None:
+        self.service = service
+        self.configured = configured
+        self.answers = tuple(answers)
+        said = "; ".join(f"{sentinel} {answer}" for sentinel, answer in self.answers)
+        super().__init__(
+            f"too few sentinels answered to trust a master of service {service!r}: a strict majority of the"
+            f" {configured} configured must name it ({said}); nothing is read until they do"
         )
 
 

@@ -34,6 +34,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "pool_mode": "--database.pool-mode",
         "database_replica_max_staleness": "--database.replica-max-staleness",
         "redis_replica_max_staleness": "--redis.replica-max-staleness",
+        "redis_sentinel_majority": "--redis.sentinel-majority",
         "backlogs_file": "--backlogs.config-file",
         "web_config_file": "--web.config.file",
         "http_max_connections": "--web.max-connections",

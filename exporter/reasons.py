@@ -49,6 +49,7 @@ class Reason(StrEnum):
     CLUSTER_CHANGED = "cluster_changed"
     NOT_A_CLUSTER = "not_a_cluster"
     SENTINELS_DISAGREE = "sentinels_disagree"
+    SENTINELS_TOO_FEW = "sentinels_too_few"
     REDIS_TOO_OLD = "redis_too_old"
     # A defect of the exporter itself
     INTERNAL_ERROR = "internal_error"

@@ -78,6 +78,7 @@ def redis_settings(settings: Settings) -> RedisSettings:
         url=_configured(settings.redis_url, "Redis"),
         replica_max_staleness=settings.redis_replica_max_staleness,
         tls=settings.redis_tls,
+        sentinel_majority=settings.redis_sentinel_majority,
     )
 
 

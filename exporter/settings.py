@@ -162,6 +162,13 @@ class Settings:
         metavar="SECONDS",
         default="60",
     )
+    redis_sentinel_majority: str = option(
+        Choice(("configured", "answering")),
+        "behind sentinels, trust a master named by a strict majority of the sentinels in the URL (configured), or"
+        " of those that answer (answering: a lone sentinel that answers decides; docs/connecting.md)",
+        metavar="OF",
+        default="configured",
+    )
     backlogs_file: str | None = option(
         FILE,
         "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"

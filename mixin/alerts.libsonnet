@@ -401,6 +401,22 @@ local lib = import 'lib.libsonnet';
             'Entries wait for a consumer group and nobody reads them.',
             'Group {{ $labels.group }} on stream {{ $labels.stream }} has {{ $value }} entries not yet delivered, and no consumer has been seen for %s (or it has none): its consumers are down, or the group was created at the wrong ID.' % c.streamNotConsumedIdle,
           ),
+          // Its undelivered count withheld (Redis cannot count it, or counts it
+          // wrong: docs/streams.md), OrpycamcpStreamNotConsumed cannot fire.
+          busAlert(
+            'OrpycamcpStreamUndeliveredUnknown', 'warning',
+            |||
+              orpycamcp:stream_consumers:max
+              unless orpycamcp:stream_undelivered_entries:max
+              and (
+                orpycamcp:stream_consumer_idle_seconds:max > %d
+                or orpycamcp:stream_consumers:max == 0
+              )
+            ||| % lib.seconds(c.streamNotConsumedIdle),
+            c.streamUndeliveredUnknownFor,
+            'A consumer group has no count of undelivered entries and nobody reads it.',
+            'Group {{ $labels.group }} on stream {{ $labels.stream }} has no count of the entries not yet delivered to it (Redis cannot count them, or counts them wrong), and no consumer has been seen for %s (or it has none): entries may wait with nobody reading them.' % c.streamNotConsumedIdle,
+          ),
           busAlert(
             'OrpycamcpDeadletterStreamGrowing', 'warning',
             |||

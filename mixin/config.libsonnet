@@ -70,6 +70,9 @@
     // Entries waiting and nobody reading: no consumer, or none seen for this long.
     streamNotConsumedIdle: '5m',
     streamNotConsumedFor: '10m',
+    // A group's undelivered count unknown (absent while its other series are
+    // present) with its consumers idle as above, this long.
+    streamUndeliveredUnknownFor: '30m',
     deadletterStreamGrowthWindow: '15m',
     deadletterStreamEntriesAge: '31d',
     deadletterStreamEntriesTooOldFor: '1h',

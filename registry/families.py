@@ -18,6 +18,7 @@ from registry.values import (
     PREFIX,
     SIGNALS,
     STREAM_GROUPS,
+    UNDELIVERED_UNKNOWN_REASONS,
     VERSION,
 )
 
@@ -124,11 +125,27 @@ STREAM_OLDEST_PENDING = Family(
 STREAM_UNDELIVERED = Family(
     name=PREFIX + "stream_undelivered_entries",
     help="Entries of the stream not yet delivered to the consumer group (XINFO GROUPS lag, Redis 7.0+);"
-    " absent while Redis cannot count them (entries deleted or trimmed after the group's last delivered ID).",
+    " absent while Redis cannot count them or counts them wrong (orpycamcp_stream_undelivered_unknown).",
     signal="streams",
     labels=("stream", "group"),
     combinations=STREAM_GROUPS,
     sparse=True,
+)
+STREAM_UNDELIVERED_UNKNOWN = Family(
+    name=PREFIX + "stream_undelivered_unknown",
+    help="1 while the group's undelivered count is withheld: Redis's lag is nil or contradicts the stream's"
+    " length, last ID or counters (redis/redis#13957); absent while it is published.",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+    sparse=True,
+)
+STREAM_UNDELIVERED_UNKNOWN_GROUPS = Family(
+    name=PREFIX + "stream_undelivered_unknown_groups",
+    help="Consumer groups whose undelivered count is withheld, by the first rule Redis's lag failed.",
+    signal="streams",
+    labels=("reason",),
+    combinations=single(UNDELIVERED_UNKNOWN_REASONS),
 )
 STREAM_CONSUMERS = Family(
     name=PREFIX + "stream_consumers",
@@ -248,6 +265,8 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
     STREAM_UNDELIVERED,
+    STREAM_UNDELIVERED_UNKNOWN,
+    STREAM_UNDELIVERED_UNKNOWN_GROUPS,
     STREAM_CONSUMERS,
     STREAM_CONSUMER_IDLE,
     DEADLETTER_ENTRIES,
@@ -316,6 +335,7 @@ def extended(
         STREAM_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_UNDELIVERED: STREAM_GROUPS + stream_groups,
+        STREAM_UNDELIVERED_UNKNOWN: STREAM_GROUPS + stream_groups,
         STREAM_CONSUMERS: STREAM_GROUPS + stream_groups,
         STREAM_CONSUMER_IDLE: STREAM_GROUPS + stream_groups,
         DEADLETTER_ENTRIES: single(DEADLETTER_STREAMS + deadletter_streams),

@@ -42,6 +42,16 @@ STREAM_GROUPS: tuple[tuple[str, str], ...] = (
     ("orpycamcp.workflow.events", "notification-service"),
 )
 
+# Why a group's undelivered count is withheld (orpycamcp_stream_undelivered_unknown_groups):
+# Redis answered nil, or a `lag` that contradicts what the same round trip says of the
+# stream (redis/redis#13957: Redis 7.0 and 7.2 miscount it after a trim). docs/streams.md.
+UNDELIVERED_UNKNOWN_REASONS: tuple[str, ...] = (
+    "not_counted",  # XINFO GROUPS lag is nil
+    "exceeds_length",  # lag > the stream's length (XINFO STREAM length)
+    "not_zero_at_last_id",  # last-delivered-id is the stream's last-generated-id, lag is not 0
+    "counters_disagree",  # lag != entries-added - entries-read
+)
+
 DEADLETTER_STREAMS: tuple[str, ...] = (
     "orpycamcp.signature.deadletter",
     "orpycamcp.workflow.deadletter",
@@ -85,6 +95,7 @@ FAILURE_REASONS: tuple[str, ...] = (
     "cluster_changed",
     "not_a_cluster",
     "sentinels_disagree",
+    "sentinels_too_few",
     "redis_too_old",
     "internal_error",
 )

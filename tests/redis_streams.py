@@ -56,8 +56,11 @@ def counts_of(outcome: Outcome) -> Values:
     return {(s.family, s.labels): s.value for s in outcome.samples if s.family in (PENDING, DL_ENTRIES)}
 
 
-def streams_source(url: str, tls: RedisTls = NO_TLS, deadline: float = 2.0) -> RedisStreams:
-    return RedisStreams(RedisSettings(url, tls=tls, replica_max_staleness=60), Timeouts(deadline))
+def streams_source(
+    url: str, tls: RedisTls = NO_TLS, deadline: float = 2.0, sentinel_majority: str = "configured"
+) -> RedisStreams:
+    settings = RedisSettings(url, tls=tls, replica_max_staleness=60, sentinel_majority=sentinel_majority)
+    return RedisStreams(settings, Timeouts(deadline))
 
 
 async def measure_streams(source: RedisStreams, deadline: float = 2.0) -> Outcome:

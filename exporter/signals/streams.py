@@ -8,9 +8,11 @@ UTF-8 bytes, and nothing else is decoded (a payload or a consumer's name can
 be any bytes).
 
 Undelivered entries are `XINFO GROUPS`' `lag` (Redis 7.0+; an older server,
-whose reply has no `lag`, makes the signal unmeasured with `redis_too_old`).
-Redis answers nil when it cannot count them (entries deleted or trimmed after
-the group's last delivered ID): the series is then absent, never a guess.
+whose reply has no `lag`, makes the signal unmeasured with `redis_too_old`),
+published only when it agrees with the stream's `XINFO STREAM` of the same
+round trip (exporter/signals/streams_lag.py); otherwise, or when Redis answers
+nil, the series is absent, never a guess, and the group is marked unknown with
+the rule it failed.
 The consumers' idle time is the smallest `idle` of `XINFO CONSUMERS` (any
 Redis with streams); absent when the group has no consumer.
 
@@ -21,12 +23,15 @@ built-in ones and those declared at start, all in one round trip.
 from __future__ import annotations
 
 import functools
-import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
-from exporter.errors import ContractViolation, RedisTooOld
+from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
+from exporter.signals.stream_replies import NAME as NAME  # the signal's name, imported from here
+from exporter.signals.stream_replies import entry_id, reply_count
+from exporter.signals.streams_lag import StreamState, stream_state, undelivered
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsQuery, StreamsReading
 from registry import Registry
@@ -38,35 +43,23 @@ from registry.families import (
     STREAM_OLDEST_PENDING,
     STREAM_PENDING,
     STREAM_UNDELIVERED,
+    STREAM_UNDELIVERED_UNKNOWN,
+    STREAM_UNDELIVERED_UNKNOWN_GROUPS,
 )
-from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
-
-NAME = "streams"
-ENTRY_ID = re.compile(rb"([0-9]{1,20})-([0-9]{1,20})")
-LAG_SINCE = "7.0"  # the Redis version whose XINFO GROUPS has `lag`
-ID_PART_MAX = 2**64 - 1  # both parts of an entry ID are unsigned 64-bit integers
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
 
 
-def entry_time(where: str, entry_id: object) -> float:
+def entry_time(where: str, raw: object) -> float:
     """Seconds since the epoch encoded in a stream entry ID ("<ms>-<seq>")."""
-    match = ENTRY_ID.fullmatch(entry_id) if isinstance(entry_id, bytes) else None
-    if match is None or int(match.group(1)) > ID_PART_MAX or int(match.group(2)) > ID_PART_MAX:
-        raise ContractViolation(NAME, where, f"entry ID {entry_id!r} does not parse")
     # An ID given explicitly to XADD can carry any time, the future included.
-    return not_in_future(NAME, where, int(match.group(1)) / 1000)
-
-
-def _count(where: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ContractViolation(NAME, where, f"count {value!r} is not a non-negative integer")
-    return value
+    return not_in_future(NAME, where, entry_id(where, raw)[0] / 1000)
 
 
 def pending_summary(where: str, summary: object) -> tuple[int, float | None]:
     """(pending count, time of the smallest pending ID or None) from an XPENDING summary."""
     if not isinstance(summary, Mapping) or "pending" not in summary:
         raise ContractViolation(NAME, where, f"summary {summary!r} is not an XPENDING summary")
-    count = _count(where, summary["pending"])
+    count = reply_count(where, summary["pending"])
     if count == 0:
         return 0, None
     return count, entry_time(where, summary.get("min"))
@@ -93,22 +86,12 @@ def groups_by_name(where: str, reply: object) -> dict[bytes, Mapping[str, object
     return groups
 
 
-def undelivered(where: str, record: Mapping[str, object] | None) -> int | None:
-    """Entries not delivered to the group yet (`lag`); None when Redis cannot count them."""
-    if record is None:
-        raise ContractViolation(NAME, where, "the group is not in the stream's XINFO GROUPS")
-    if "lag" not in record:
-        raise RedisTooOld(where, "lag", LAG_SINCE)
-    lag = record["lag"]
-    return None if lag is None else _count(where, lag)
-
-
 def consumers_idle(where: str, reply: object) -> tuple[int, float | None]:
     """(consumers, seconds since the most recently seen one was idle or None) from XINFO CONSUMERS."""
     records = _records(where, reply)
     idle: float | None = None
     for record in records:
-        ms = _count(where, record.get("idle"))
+        ms = reply_count(where, record.get("idle"))
         idle = ms / 1000 if idle is None else min(idle, ms / 1000)
     return len(records), idle
 
@@ -135,7 +118,9 @@ def samples_from(
     and each stream's XINFO GROUPS is looked at when its first pair is."""
     streams = reading.streams if reading.streams is not None else dict.fromkeys(stream for stream, _ in groups)
     group_replies = dict(zip(streams, reading.groups, strict=True))
-    infos: dict[str, dict[bytes, Mapping[str, object]]] = {}
+    stream_replies = dict(zip(streams, reading.stream_infos, strict=True))
+    infos: dict[str, tuple[dict[bytes, Mapping[str, object]], StreamState]] = {}
+    withheld: Counter[str] = Counter()
     for (stream, group), summary, consumers in zip(groups, reading.pending, reading.consumers, strict=True):
         labels = (stream, group)
         count, oldest = pending_summary(f"XPENDING {stream} {group}", summary)
@@ -144,16 +129,24 @@ def samples_from(
             yield Sample(STREAM_OLDEST_PENDING.name, labels, oldest)
         info = infos.get(stream)
         if info is None:
-            info = infos[stream] = groups_by_name(f"XINFO GROUPS {stream}", group_replies[stream])
-        lag = undelivered(f"XINFO GROUPS {stream} ({group})", info.get(group.encode()))
-        if lag is not None:
+            info = infos[stream] = (
+                groups_by_name(f"XINFO GROUPS {stream}", group_replies[stream]),
+                stream_state(f"XINFO STREAM {stream}", stream_replies[stream]),
+            )
+        lag = undelivered(f"XINFO GROUPS {stream} ({group})", info[0].get(group.encode()), info[1])
+        if isinstance(lag, int):
             yield Sample(STREAM_UNDELIVERED.name, labels, lag)
+        else:
+            withheld[lag] += 1
+            yield Sample(STREAM_UNDELIVERED_UNKNOWN.name, labels, 1)
         known, idle = consumers_idle(f"XINFO CONSUMERS {stream} {group}", consumers)
         yield Sample(STREAM_CONSUMERS.name, labels, known)
         if idle is not None:
             yield Sample(STREAM_CONSUMER_IDLE.name, labels, idle)
+    for reason in UNDELIVERED_UNKNOWN_REASONS:
+        yield Sample(STREAM_UNDELIVERED_UNKNOWN_GROUPS.name, (reason,), withheld[reason])
     for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
-        entries = _count(f"XLEN {stream}", length)
+        entries = reply_count(f"XLEN {stream}", length)
         yield Sample(DEADLETTER_ENTRIES.name, (stream,), entries)
         if entries:
             yield Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first))

@@ -39,6 +39,7 @@ class RedisSettings:
     replica_max_staleness: float = field(kw_only=True)
     client_name: str = "orpycamcp-exporter"
     tls: RedisTls = NO_TLS
+    sentinel_majority: str = field(kw_only=True)  # redis_clients.SENTINEL_MAJORITIES
 
     @property
     def target(self) -> RedisTarget:
@@ -52,6 +53,7 @@ class StreamsReading:
     pending: tuple[object, ...]  # XPENDING summaries, one per (stream, group)
     consumers: tuple[object, ...]  # XINFO CONSUMERS, one per (stream, group)
     groups: tuple[object, ...]  # XINFO GROUPS, one per distinct stream of the pairs, in first-seen order
+    stream_infos: tuple[object, ...]  # XINFO STREAM, one per distinct stream, in the same order
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
     first_entries: tuple[object, ...]  # XRANGE - + COUNT 1, one per dead-letter stream
     replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
@@ -59,7 +61,7 @@ class StreamsReading:
 
 
 def streams_of(groups: Sequence[tuple[str, str]]) -> tuple[str, ...]:
-    """The distinct streams of the pairs, in first-seen order (one XINFO GROUPS each)."""
+    """The distinct streams of the pairs, in first-seen order (one XINFO GROUPS and XINFO STREAM each)."""
     return tuple(dict.fromkeys(stream for stream, _ in groups))
 
 
@@ -69,7 +71,10 @@ def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Seque
     commands: list[Command] = [("XPENDING", stream, group) for stream, group in groups]
     # "XINFO CONSUMERS" as one word: redis-py then parses the reply as XINFO's.
     commands += [("XINFO CONSUMERS", stream, group) for stream, group in groups]
-    commands += [("XINFO GROUPS", stream) for stream in streams_of(groups)]
+    streams = streams_of(groups)
+    commands += [("XINFO GROUPS", stream) for stream in streams]
+    # Beside its groups' lag, what the stream says of itself (exporter/signals/streams_lag.py).
+    commands += [("XINFO STREAM", stream) for stream in streams]
     for stream in deadletter_streams:
         commands.append(("XLEN", stream))
         commands.append(("XRANGE", stream, "-", "+", "COUNT", "1"))
@@ -96,11 +101,12 @@ class StreamsQuery:
 def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaLink | None) -> StreamsReading:
     pairs = len(query.groups)
     streams = len(query.streams)
-    rest = replies[2 * pairs + streams :]
+    rest = replies[2 * pairs + 2 * streams :]
     return StreamsReading(
         pending=tuple(replies[:pairs]),
         consumers=tuple(replies[pairs : 2 * pairs]),
         groups=tuple(replies[2 * pairs : 2 * pairs + streams]),
+        stream_infos=tuple(replies[2 * pairs + streams : 2 * pairs + 2 * streams]),
         lengths=tuple(rest[0::2]),
         first_entries=tuple(rest[1::2]),
         replica=replica,
@@ -130,7 +136,11 @@ class RedisStreams:
         self._life.ensure_open()
         if self._clients is None:
             self._clients = build_clients(
-                self.settings.target, self.settings.tls, self.settings.client_name, self.timeouts
+                self.settings.target,
+                self.settings.tls,
+                self.settings.client_name,
+                self.timeouts,
+                self.settings.sentinel_majority,
             )
         return self._clients
 

@@ -26,6 +26,7 @@ from exporter.errors import (
     SentinelsDisagree,
     SentinelServiceUnknown,
     SentinelsRefusedCredentials,
+    SentinelsTooFew,
     SentinelsUnreachable,
 )
 from exporter.sources.redis_tls import RedisTls
@@ -33,6 +34,10 @@ from exporter.sources.redis_url import RedisKind, RedisTarget
 from exporter.timeouts import Timeouts
 
 RedisClient = redis.asyncio.Redis | RedisCluster
+# Of which sentinels a master needs a strict majority (--redis.sentinel-majority).
+MAJORITY_OF_CONFIGURED = "configured"  # those the URL names: the default
+MAJORITY_OF_ANSWERING = "answering"  # those that answer: availability over certainty
+SENTINEL_MAJORITIES = (MAJORITY_OF_CONFIGURED, MAJORITY_OF_ANSWERING)
 
 
 def connection_options(client_name: str, timeouts: Timeouts, tls: RedisTls | None) -> dict[str, Any]:
@@ -62,20 +67,27 @@ def _sentinel_name(node: redis.asyncio.Redis) -> str:
 
 class AgreeingSentinel(Sentinel):
     """Sentinels asked all at once, whose master is the one a strict majority of
-    those that answer name: a sentinel frozen or down casts no vote, a sentinel
-    naming another server under the same service name (misconfigured, or the
-    minority side of a partition) is outvoted, and two masters named with
-    neither by a majority is SentinelsDisagree, naming each sentinel's answer.
-    A sentinel that sees the master down votes for no master; one master named,
-    but not by a majority, is no master found (a failover in progress)."""
+    the sentinels configured in the URL name (by default), or of those that
+    answer (`answering`, an explicit choice: docs/connecting.md). A sentinel
+    frozen or down casts no vote; a sentinel naming another server under the
+    same service name (misconfigured, or the minority side of a partition) is
+    outvoted; two masters named with neither by a majority is SentinelsDisagree,
+    and one named by too few because the others did not answer is
+    SentinelsTooFew, each naming every sentinel's answer. A sentinel that sees
+    the master down votes for no master; one master named, but not by a majority
+    of those that answered, is no master found (a failover in progress)."""
+
+    def __init__(self, sentinels: list[tuple[str, int]], *, majority_of: str, **options: Any) -> None:
+        super().__init__(sentinels, **options)  # type: ignore[no-untyped-call]
+        self.majority_of = majority_of
 
     async def discover_master(self, service_name: str) -> tuple[str, int]:
         replies = await asyncio.gather(*(node.sentinel_masters() for node in self.sentinels), return_exceptions=True)
         votes: list[tuple[str, tuple[str, int] | None]] = []
-        unanswered: list[str] = []
+        unanswered: list[tuple[str, str]] = []
         for node, reply in zip(self.sentinels, replies, strict=True):
             if isinstance(reply, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
-                unanswered.append(f"{_sentinel_name(node)}: {reply!r}")
+                unanswered.append((_sentinel_name(node), f"did not answer ({type(reply).__name__}: {reply})"))
                 continue
             if isinstance(reply, BaseException):
                 raise reply
@@ -84,16 +96,20 @@ class AgreeingSentinel(Sentinel):
                 continue  # it does not monitor the service: no vote
             up = self.check_master_state(state, service_name)
             votes.append((_sentinel_name(node), (str(state["ip"]), int(state["port"])) if up else None))
+        electorate = len(self.sentinels) if self.majority_of == MAJORITY_OF_CONFIGURED else len(votes)
         named = Counter(address for _, address in votes if address is not None)
+        answers = [
+            (where, f"names {address[0]}:{address[1]}" if address else "names no master up") for where, address in votes
+        ]
         for address, count in named.items():
-            if 2 * count > len(votes):
+            if 2 * count > electorate:
                 return address
         if len(named) > 1:
-            raise SentinelsDisagree(
-                service_name,
-                [(where, f"{address[0]}:{address[1]}" if address else "no master up") for where, address in votes],
-            )
-        errors = f": {', '.join(unanswered)}" if unanswered else ""
+            raise SentinelsDisagree(service_name, [*answers, *unanswered])
+        if named and 2 * (max(named.values()) + len(unanswered)) > electorate and 2 * len(votes) <= electorate:
+            # A majority only if those that did not answer agreed: nobody knows.
+            raise SentinelsTooFew(service_name, len(self.sentinels), [*answers, *unanswered])
+        errors = f": {', '.join(f'{where} {problem}' for where, problem in unanswered)}" if unanswered else ""
         raise MasterNotFoundError(f"No master named by a majority of the sentinels for {service_name!r}{errors}")
 
 
@@ -194,7 +210,13 @@ class RedisClients:
             await self.client.aclose()
 
 
-def build_clients(target: RedisTarget, tls: RedisTls, client_name: str, timeouts: Timeouts) -> RedisClients:
+def build_clients(
+    target: RedisTarget,
+    tls: RedisTls,
+    client_name: str,
+    timeouts: Timeouts,
+    sentinel_majority: str = MAJORITY_OF_CONFIGURED,
+) -> RedisClients:
     """The client for `target`; it connects at its first command."""
     options = connection_options(client_name, timeouts, tls if target.tls else None)
     credentials: dict[str, Any] = {"username": target.username, "password": target.password}
@@ -208,7 +230,7 @@ def build_clients(target: RedisTarget, tls: RedisTls, client_name: str, timeouts
             "username": target.sentinel_username,
             "password": target.sentinel_password,
         }
-        sentinel = AgreeingSentinel(list(target.nodes), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+        sentinel = AgreeingSentinel(list(target.nodes), majority_of=sentinel_majority, sentinel_kwargs=sentinel_options)
         master = sentinel.master_for(target.service_name, db=target.db, **credentials, **options)
         return RedisClients(master, SentinelClients(sentinel, target.service_name, master))
     if target.kind is RedisKind.CLUSTER:

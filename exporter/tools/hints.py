@@ -88,8 +88,12 @@ HINTS: dict[Reason, str] = {
     Reason.NOT_A_CLUSTER: "the redis+cluster:// URL names a server without cluster mode (cluster-enabled no):"
     " use redis://HOST:PORT for one server, redis+sentinel://SENTINEL/SERVICE behind sentinels",
     Reason.SENTINELS_DISAGREE: "the sentinels name different masters for the service and no master is named by"
-    " a majority of those that answered (the detail lists each sentinel's answer): SENTINEL MASTERS on each;"
-    " a sentinel monitoring another server under the same name needs SENTINEL REMOVE / SENTINEL MONITOR",
+    " a strict majority of the sentinels in the URL (the detail lists each sentinel's answer): SENTINEL MASTERS on"
+    " each; a sentinel monitoring another server under the same name needs SENTINEL REMOVE / SENTINEL MONITOR",
+    Reason.SENTINELS_TOO_FEW: "too few of the sentinels in the URL answered to trust the master the others name"
+    " (the detail lists each sentinel's answer): bring the silent sentinels back (redis-cli -p 26379 PING), check"
+    " the URL lists the deployment's sentinels, or accept a majority of those answering with"
+    f" {setting('redis_sentinel_majority', 'answering')} (docs/connecting.md, what it risks)",
     Reason.REDIS_TOO_OLD: "the streams signal counts undelivered entries with XINFO GROUPS lag, which Redis 7.0"
     " added: upgrade the server (INFO server shows redis_version)",
     Reason.INTERNAL_ERROR: "a defect of the exporter: the log has its traceback, please report it",
@@ -98,7 +102,7 @@ HINTS: dict[Reason, str] = {
 # The exporter's Redis ACL user, with exactly what it needs (docs/connecting.md).
 REDIS_ACL = (
     "ACL SETUSER orpycamcp_exporter on >PASSWORD resetkeys %R~orpycamcp.* resetchannels"
-    " -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname"
+    " -@all +xpending +xinfo|groups +xinfo|stream +xinfo|consumers +xlen +xrange +info +client|setname"
 )
 # What a Redis Cluster's nodes also allow the same user: the slot map, and reading a
 # key whose slot is being migrated on the node importing it.

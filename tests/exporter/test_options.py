@@ -18,11 +18,12 @@ from exporter.cache import SignalCache
 from exporter.errors import InvalidSettings
 from exporter.http.limits import bounded_protocol
 from exporter.loading import load
-from exporter.options import Option
+from exporter.options import Choice, Option
 from exporter.service import build_sources, timeouts_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings
 from exporter.sources.postgres import PostgresSettings
 from exporter.sources.redis import RedisSettings
+from exporter.sources.redis_clients import SENTINEL_MAJORITIES
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,7 @@ FEEDS: dict[str, tuple[str, ...]] = {
     "pool_mode": ("PostgresSettings.pool_mode",),
     "database_replica_max_staleness": ("PostgresSettings.replica_max_staleness",),
     "redis_replica_max_staleness": ("RedisSettings.replica_max_staleness",),
+    "redis_sentinel_majority": ("RedisSettings.sentinel_majority",),
     "head_timeout": ("bounded_protocol.head_timeout",),
 }
 
@@ -266,6 +268,7 @@ def test_the_components_take_the_values_given() -> None:
         "pool_mode": "transaction",
         "database_replica_max_staleness": "11",
         "redis_replica_max_staleness": "13",
+        "redis_sentinel_majority": "answering",
     }
     settings = load(given, {})
     built = built_components(settings)
@@ -276,7 +279,7 @@ def test_the_components_take_the_values_given() -> None:
             if component in built:
                 assert getattr(built[component], field) == OPTIONS_BY_NAME[name].parse(text, {}), target
                 checked += 1
-    assert checked == 10
+    assert checked == 11
     # The fields of the sources' settings that no option feeds hold no value that could be one.
     for owner in (PostgresSettings, RedisSettings):
         fed = {
@@ -287,3 +290,10 @@ def test_the_components_take_the_values_given() -> None:
         }
         unfed = {item.name for item in dataclasses.fields(owner)} - fed
         assert unfed <= {"application_name", "client_name", "tls"}, (owner.__name__, unfed)
+
+
+def test_the_sentinel_majorities_are_the_clients() -> None:
+    option = OPTIONS_BY_NAME["redis_sentinel_majority"]
+    assert isinstance(option.parse, Choice)
+    assert option.parse.choices == SENTINEL_MAJORITIES
+    assert option.default == SENTINEL_MAJORITIES[0]  # configured: a lone sentinel never decides

@@ -113,7 +113,16 @@ async def test_the_documented_acl_user_reads_exactly(server: LocalRedis, admin: 
     finally:
         await source.close()
     # Exactly: the same user without any one of its command rights is refused.
-    for command in ("xpending", "xinfo|groups", "xinfo|consumers", "xlen", "xrange", "info", "client|setname"):
+    for command in (
+        "xpending",
+        "xinfo|groups",
+        "xinfo|stream",
+        "xinfo|consumers",
+        "xlen",
+        "xrange",
+        "info",
+        "client|setname",
+    ):
         await set_user(admin, "narrower", REDIS_ACL.removeprefix(prefix).replace(f"+{command}", ""))
         narrower = streams_source(acl_url(server, "narrower"))
         try:
@@ -126,7 +135,8 @@ async def test_a_user_lacking_a_command_is_denied_naming_it_and_the_key(server: 
     await set_user(
         admin,
         "noxpending",
-        "resetkeys %R~orpycamcp.* -@all +xinfo|groups +xinfo|consumers +xlen +xrange +info +client|setname",
+        "resetkeys %R~orpycamcp.* -@all +xinfo|groups +xinfo|stream +xinfo|consumers +xlen +xrange +info"
+        " +client|setname",
     )
     url = acl_url(server, "noxpending")
     failure = await failure_reading(url)
@@ -143,8 +153,8 @@ async def test_a_user_lacking_a_key_is_denied_naming_the_key(server: LocalRedis,
     await set_user(
         admin,
         "nodeadletters",
-        "resetkeys %R~orpycamcp.*.events -@all +xpending +xinfo|groups +xinfo|consumers +xlen +xrange +info"
-        " +client|setname",
+        "resetkeys %R~orpycamcp.*.events -@all +xpending +xinfo|groups +xinfo|stream +xinfo|consumers +xlen +xrange"
+        " +info +client|setname",
     )
     failure = await failure_reading(acl_url(server, "nodeadletters"))
     assert failure.reason is Reason.PERMISSION_DENIED

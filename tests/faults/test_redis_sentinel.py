@@ -135,6 +135,37 @@ async def test_an_unknown_service_name_is_a_reason_of_its_own(deployment: Sentin
     assert "SENTINEL MASTERS" in hint(failure.reason, Source.REDIS)
 
 
+async def test_a_lone_sentinel_naming_another_master_is_not_trusted(
+    deployment: SentinelDeployment, impostor: SentinelDeployment
+) -> None:
+    """Two of three configured sentinels down, the third naming another server: unmeasured,
+    not the other server's numbers; unless a majority of those answering is asked for."""
+    for server, round_ in ((deployment.master, 2), (impostor.master, 7)):
+        client = plain_client(server.port)
+        await write_backlog(client, round_)
+        await client.aclose()
+    wrong = impostor.sentinels[0].port
+    down = [sentinel.port for sentinel in deployment.sentinels[:2]]
+    url = url_of(down[0], down[1], wrong)
+    for sentinel in deployment.sentinels[:2]:
+        sentinel.stop()
+
+    failure = await failure_reading(url)
+    assert failure.reason is Reason.SENTINELS_TOO_FEW
+    assert f"sentinel 127.0.0.1:{wrong} names 127.0.0.1:{impostor.master.port}" in failure.detail
+    for port in down:
+        assert f"sentinel 127.0.0.1:{port} did not answer" in failure.detail
+    assert "strict majority of the 3 configured" in failure.detail
+    assert "--redis.sentinel-majority answering" in hint(failure.reason, Source.REDIS)
+
+    # What the option risks: the lone sentinel decides, and the other server is read.
+    answering = streams_source(url, sentinel_majority="answering")
+    try:
+        assert counts_of(await measure_streams(answering)) == await values_at(impostor.master.port)
+    finally:
+        await answering.close()
+
+
 async def test_sentinels_wanting_their_own_password_are_refused_without_it(deployment: SentinelDeployment) -> None:
     failure = await failure_reading(deployment.url(with_sentinel_password=False))
     assert failure.reason is Reason.AUTHENTICATION_FAILED
@@ -182,10 +213,12 @@ async def test_over_tls_the_sentinels_and_the_master_are_verified(tmp_path_facto
         await write_backlog(master, 3)
         expected = await expected_values(master)
         await master.aclose()
-        trusted = streams_source(deployment.url(), RedisTls(ca_file=str(files.ca)))
+        # A strict majority of the three must answer: each gets time for a TLS handshake
+        # on a loaded machine (a sentinel's share of the deadline is a quarter of it).
+        trusted = streams_source(deployment.url(), RedisTls(ca_file=str(files.ca)), deadline=10.0)
         untrusted = streams_source(deployment.url(), RedisTls(ca_file=str(stranger.ca)))
         try:
-            assert counts_of(await measure_streams(trusted)) == expected
+            assert counts_of(await measure_streams(trusted, deadline=10.0)) == expected
             refused = failure_of(await measure_streams(untrusted))
             assert refused.reason is Reason.CONNECTION_ERROR
             assert refused.detail.startswith("no sentinel answered for service 'mymaster': sentinel 127.0.0.1:")
@@ -222,17 +255,24 @@ async def test_a_sentinel_naming_another_master_is_outvoted_or_a_disagreement(
     wrong = impostor.sentinels[0].port
     right = [sentinel.port for sentinel in deployment.sentinels]
 
-    # Listed first, outvoted by the three others; and by two while the third is frozen.
+    # Listed first, outvoted by the three others. While the third is frozen, two of
+    # the four configured are no strict majority: nothing read, unless a majority of
+    # those answering is accepted (--redis.sentinel-majority answering).
     source = streams_source(url_of(wrong, *right))
+    answering = streams_source(url_of(wrong, *right), sentinel_majority="answering")
     try:
         assert counts_of(await measure_streams(source)) == expected
         deployment.sentinels[2].pause()
         try:
-            assert counts_of(await measure_streams(source)) == expected
+            failure = failure_of(await measure_streams(source))
+            assert failure.reason is Reason.SENTINELS_DISAGREE
+            assert f"sentinel 127.0.0.1:{right[2]} did not answer" in failure.detail
+            assert counts_of(await measure_streams(answering)) == expected
         finally:
             deployment.sentinels[2].resume()
     finally:
         await source.close()
+        await answering.close()
 
     # One against one: no majority, nothing read, each sentinel's answer named.
     failure = await failure_reading(url_of(wrong, right[0]))

@@ -73,7 +73,12 @@ async def exporter_backends(platform: Platform, state: str = "") -> int:
 
 async def exporter_redis_clients(client: Redis) -> int:
     clients = await client.client_list()
-    return sum(1 for one in clients if one.get("name") == RedisSettings(url="", replica_max_staleness=60).client_name)
+    return sum(
+        1
+        for one in clients
+        if one.get("name")
+        == RedisSettings(url="", replica_max_staleness=60, sentinel_majority="configured").client_name
+    )
 
 
 async def test_sigterm_during_a_measurement_leaves_no_backend_and_no_redis_client(

@@ -1,10 +1,25 @@
-"""Fixtures shared by the declared-backlog tests."""
+"""Fixtures shared by the declared-backlog tests and the streams tests."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import AsyncIterator
 
+import pytest
+from redis.asyncio import Redis
+
+from devkit.servers import LocalRedis
 from tests.platform import Platform
+
+
+@pytest.fixture
+async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
+    """The session Redis, emptied for this test (replies as text)."""
+    client = Redis.from_url(redis.url, decode_responses=True)
+    await client.flushall()
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 @pytest.fixture

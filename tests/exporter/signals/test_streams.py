@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_of
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsReading
-from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
 from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import STREAMS_PREFIX, Page, make_exporter, scrape, scrape_once, value_series
@@ -35,6 +35,8 @@ PENDING = "orpycamcp_stream_pending_messages"
 OLDEST_PENDING = "orpycamcp_stream_oldest_pending_timestamp_seconds"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
 UNDELIVERED = "orpycamcp_stream_undelivered_entries"
+UNKNOWN = "orpycamcp_stream_undelivered_unknown"
+UNKNOWN_GROUPS = "orpycamcp_stream_undelivered_unknown_groups"
 CONSUMERS = "orpycamcp_stream_consumers"
 CONSUMER_IDLE = "orpycamcp_stream_consumer_idle_seconds"
 DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
@@ -51,17 +53,6 @@ def only(stream: str) -> tuple[tuple[str, str], ...]:
 
 def connect(url: str) -> Redis:
     return Redis.from_url(url, decode_responses=True)
-
-
-@pytest.fixture
-async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    """The session Redis, emptied for this test."""
-    client = connect(redis.url)
-    await client.flushall()
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture
@@ -358,11 +349,21 @@ async def test_one_measurement_runs_only_the_known_commands(redis: LocalRedis, d
     assert calls["xrange"] == len(DEADLETTER_STREAMS) == 3
     assert calls["xinfo|consumers"] == len(STREAM_GROUPS)
     assert calls["xinfo|groups"] == len({stream for stream, _ in STREAM_GROUPS}) == 2  # one per stream
-    for command in ("keys", "scan", "type", "exists", "xinfo|stream"):
+    assert calls["xinfo|stream"] == calls["xinfo|groups"]
+    for command in ("keys", "scan", "type", "exists"):
         assert command not in calls
     # Besides the reads: the connection handshake, and this test's own CONFIG RESETSTAT and INFO.
     handshake = {"hello", "client|setname", "client|setinfo"}
-    reads = {"xpending", "xinfo|consumers", "xinfo|groups", "xlen", "xrange", "config|resetstat", "info"}
+    reads = {
+        "xpending",
+        "xinfo|consumers",
+        "xinfo|groups",
+        "xinfo|stream",
+        "xlen",
+        "xrange",
+        "config|resetstat",
+        "info",
+    }
     assert set(calls) - reads <= handshake
 
 
@@ -675,17 +676,28 @@ def groups_reply(stream: str, lag: object = 0) -> list[dict[str, object]]:
     ]
 
 
+def stream_reply(length: int = 0, last: bytes = b"0-0", added: int = 0) -> dict[str, object]:
+    """An XINFO STREAM reply as redis-py parses it (the fields the lag is checked with)."""
+    return {"length": length, "last-generated-id": last, "entries-added": added, "first-entry": None}
+
+
 def reading(**replace: tuple[object, ...]) -> StreamsReading:
     fields: dict[str, tuple[object, ...]] = {
         "pending": tuple({"pending": 0, "min": None} for _ in STREAM_GROUPS),
         "consumers": tuple([] for _ in STREAM_GROUPS),
         "groups": tuple(groups_reply(stream) for stream in SOURCE_STREAMS),
+        "stream_infos": tuple(stream_reply() for _ in SOURCE_STREAMS),
         "lengths": tuple(0 for _ in DEADLETTER_STREAMS),
         "first_entries": tuple([] for _ in DEADLETTER_STREAMS),
     }
     fields.update(replace)
     return StreamsReading(
-        fields["pending"], fields["consumers"], fields["groups"], fields["lengths"], fields["first_entries"]
+        fields["pending"],
+        fields["consumers"],
+        fields["groups"],
+        fields["stream_infos"],
+        fields["lengths"],
+        fields["first_entries"],
     )
 
 
@@ -702,6 +714,7 @@ async def test_samples_of_a_well_formed_reading() -> None:
         (OLDEST_PENDING, STREAM_GROUPS[0], 1764680000.0),
         *((PENDING, group, 0) for group in STREAM_GROUPS[1:]),
         *((UNDELIVERED, group, 0) for group in STREAM_GROUPS),
+        *((UNKNOWN_GROUPS, (reason,), 0) for reason in UNDELIVERED_UNKNOWN_REASONS),
         *((CONSUMERS, group, 0) for group in STREAM_GROUPS),
         (DL_ENTRIES, (DEADLETTER_STREAMS[0],), 2),
         (DL_OLDEST, (DEADLETTER_STREAMS[0],), 1764600000.0),
@@ -723,6 +736,10 @@ async def test_samples_of_a_well_formed_reading() -> None:
         {"groups": ("garbage", *(groups_reply(stream) for stream in SOURCE_STREAMS[1:]))},
         {"consumers": ([{"name": b"c", "idle": None}], *([] for _ in STREAM_GROUPS[1:]))},
         {"consumers": (b"garbage", *([] for _ in STREAM_GROUPS[1:]))},
+        {"stream_infos": ("garbage", stream_reply())},
+        {"stream_infos": (stream_reply(length=-1), stream_reply())},
+        {"stream_infos": (stream_reply(last=b"10"), stream_reply())},
+        {"stream_infos": (stream_reply(added=-1), stream_reply())},
     ],
 )
 async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tuple[object, ...]]) -> None:
@@ -738,6 +755,7 @@ async def test_undelivered_and_consumers_parse_from_the_xinfo_replies() -> None:
     samples = samples_of(
         reading(
             groups=(groups_reply(SOURCE_STREAMS[0], lag=1000), *(groups_reply(s) for s in SOURCE_STREAMS[1:])),
+            stream_infos=(stream_reply(length=1000, last=b"1000-0"), stream_reply()),
             consumers=(consumers, *([] for _ in STREAM_GROUPS[1:])),
         )
     )
@@ -926,3 +944,31 @@ async def test_without_redis_streams_names_itself_unconfigured() -> None:
     with pytest.raises(SourceNotConfigured) as raised:
         await SIGNAL.measure(Sources())
     assert raised.value.signal == "streams"
+
+
+@pytest.mark.parametrize(
+    ("group", "stream", "reason"),
+    [
+        ({"lag": None}, stream_reply(length=9, last=b"9-0", added=9), "not_counted"),
+        ({"lag": 9}, stream_reply(length=5, last=b"9-0", added=9), "exceeds_length"),
+        ({"lag": 4, "last-delivered-id": b"9-0"}, stream_reply(length=5, last=b"9-0", added=9), "not_zero_at_last_id"),
+        ({"lag": 4, "entries-read": 3}, stream_reply(length=5, last=b"9-0", added=9), "counters_disagree"),
+    ],
+)
+async def test_a_lag_that_breaks_a_rule_is_withheld_naming_it(
+    group: dict[str, object], stream: dict[str, object], reason: str
+) -> None:
+    first, *others = groups_reply(SOURCE_STREAMS[0])
+    samples = samples_of(
+        reading(
+            groups=([first | group, *others], groups_reply(SOURCE_STREAMS[1])), stream_infos=(stream, stream_reply())
+        )
+    )
+    values = {(sample.family, sample.labels): sample.value for sample in samples}
+    assert (UNDELIVERED, STREAM_GROUPS[0]) not in values
+    assert values[(UNKNOWN, STREAM_GROUPS[0])] == 1
+    assert {labels for family, labels in values if family == UNKNOWN} == {STREAM_GROUPS[0]}
+    assert {labels[0]: value for (family, labels), value in values.items() if family == UNKNOWN_GROUPS} == {
+        other: int(other == reason) for other in UNDELIVERED_UNKNOWN_REASONS
+    }
+    assert values[(PENDING, STREAM_GROUPS[0])] == 0  # the group's other series stay

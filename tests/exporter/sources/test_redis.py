@@ -43,7 +43,9 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
     await db.xadd(DEADLETTER_STREAMS[0], {"event": "failed"}, id="1764600000000-0")
     proxy = Proxy(redis.port)
     await proxy.start()
-    streams = RedisStreams(RedisSettings(proxy.url, replica_max_staleness=60), Timeouts(2.0))
+    streams = RedisStreams(
+        RedisSettings(proxy.url, replica_max_staleness=60, sentinel_majority="configured"), Timeouts(2.0)
+    )
     try:
         await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))  # opens and sets up the connection
         assert proxy.connections == 1
@@ -63,7 +65,9 @@ async def test_one_measurement_is_one_round_trip(redis: LocalRedis, db: Redis) -
 async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
     proxy = Proxy(redis.port, drop=True)
     await proxy.start()
-    streams = RedisStreams(RedisSettings(proxy.url, replica_max_staleness=60), Timeouts(5.0))
+    streams = RedisStreams(
+        RedisSettings(proxy.url, replica_max_staleness=60, sentinel_majority="configured"), Timeouts(5.0)
+    )
     try:
         started = time.monotonic()
         with pytest.raises(RedisConnectionError):
@@ -76,7 +80,9 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
 
 
 async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis: LocalRedis, db: Redis) -> None:
-    streams = RedisStreams(RedisSettings(redis.url, replica_max_staleness=60), Timeouts(2.0))
+    streams = RedisStreams(
+        RedisSettings(redis.url, replica_max_staleness=60, sentinel_majority="configured"), Timeouts(2.0)
+    )
     try:
         await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert len(await exporter_clients(db)) == 1
