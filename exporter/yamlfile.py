@@ -7,10 +7,21 @@ excerpt of the document. What PyYAML itself would crash on, or hand on to
 fail later, is refused here with a line of its own: nesting deeper than
 MAX_DEPTH (its composer recurses), a mapping key that is a list or a mapping
 (not hashable), an integer outside 64 bits (Python refuses to convert more
-than 4,300 digits; PostgreSQL and the exposition take 64 bits at most)."""
+than 4,300 digits; PostgreSQL and the exposition take 64 bits at most).
+
+The work is bounded, not only the bytes: PyYAML reads some 20,000 nodes a
+second, so a file under the size cap could hold minutes of work (a flow list of
+300,000 one-letter items). A document of more than MAX_NODES nodes, or more than
+MAX_LINES lines, is refused as soon as the count is passed, before the rest is
+read; every file under the cap is refused or loaded within about a second.
+
+A file that holds credentials (the web configuration) is parsed with
+`secret=True`: no refusal then quotes anything of the document (a key, a
+tag such as `!Secr3tPassw0rd`, a character), only the line and what is wrong."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from typing import Any
 
@@ -23,6 +34,12 @@ MAX_ECHO = 80
 MAX_DEPTH = 32  # the deepest file the exporter reads nests 5 levels
 INT_BITS = 63  # a signed 64-bit integer: what PostgreSQL's bigint and the page hold
 _MAX_INT_TEXT = 80  # longer than any 64-bit integer in any YAML notation
+# The largest file the exporter is given (a declarations file of a few backlogs of a
+# thousand groups each) holds a few thousand nodes; 10,000 take PyYAML about half a second.
+MAX_NODES = 10_000
+MAX_LINES = 50_000  # blank and comment lines included: a line costs the scanner work too
+# A quoted piece of a PyYAML problem ('x', "\t", '!Secr3tPassw0rd'): removed in secret mode.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 class YamlError(ValueError):
@@ -30,9 +47,11 @@ class YamlError(ValueError):
 
 
 class _PlainLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses aliases and repeated keys."""
+    """A SafeLoader that refuses aliases and repeated keys, and counts its nodes."""
 
     _depth = 0
+    _nodes = 0
+    quotes = True  # whether a refusal may quote a key of the document
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
@@ -42,6 +61,11 @@ class _PlainLoader(yaml.SafeLoader):
             )
         if self._depth >= MAX_DEPTH:
             raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"more than {MAX_NODES:,} values (keys, items, scalars) in one file", event.start_mark
+            )
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -71,9 +95,8 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
             )
         key = loader.construct_object(key_node)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {excerpt(key)} is given twice", key_node.start_mark
-            )
+            named = f"key {excerpt(key)}" if getattr(loader, "quotes", True) else "a key"
+            raise yaml.constructor.ConstructorError(None, None, f"{named} is given twice", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node)
 
@@ -108,22 +131,42 @@ _PlainLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 _PlainLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
+class _SecretLoader(_PlainLoader):
+    """The loader of a file that holds credentials: its refusals quote no key."""
+
+    quotes = False
+
+
+def _unquoted(problem: str) -> str:
+    """A PyYAML problem without the pieces of the document it quotes (a tag, a
+    character, a token's text); nothing of it when a quote is left unmatched."""
+    stripped = _QUOTED.sub("(not shown)", problem)
+    return stripped if "'" not in stripped and '"' not in stripped else "(not shown: it quotes the file)"
+
+
 def excerpt(value: object) -> str:
     """`repr(value)`, cut to a short printable excerpt for an error message."""
     text = printable(repr(value))
     return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 3] + "..."
 
 
-def parse_yaml(text: str) -> object:
-    """The document `text` holds; YamlError with a one-line reason otherwise."""
+def parse_yaml(text: str, *, secret: bool = False) -> object:
+    """The document `text` holds; YamlError with a one-line reason otherwise. With
+    `secret`, the reason quotes nothing of the document."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlError(f"larger than {MAX_BYTES} bytes")
+    if text.count("\n") >= MAX_LINES:
+        raise YamlError(f"more than {MAX_LINES:,} lines")
+    loader = _SecretLoader if secret else _PlainLoader
     try:
-        return yaml.load(text, Loader=_PlainLoader)  # noqa: S506 -- a SafeLoader subclass
+        return yaml.load(text, Loader=loader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = printable(str(getattr(exc, "problem", None) or exc))[:200]
+        said = str(getattr(exc, "problem", None) or exc)
+        if secret and isinstance(exc, yaml.reader.ReaderError):
+            said = "a character YAML does not allow (a control character, or one outside Unicode)"
+        problem = printable(_unquoted(said) if secret else said)[:200]
         kind = (
             "refused"
             if isinstance(exc, yaml.constructor.ConstructorError | yaml.composer.ComposerError)

@@ -11,7 +11,10 @@ setting) or an IANA zone name. A `date` is read as midnight in that zone.
 
 from __future__ import annotations
 
+import functools
 import zoneinfo
+
+from exporter.printable import shortened
 
 UTC = "UTC"
 SERVER = "server"  # the TimeZone the server gives the exporter's session (SERVER_ZONE_SQL)
@@ -43,16 +46,29 @@ UTC_NAMES = frozenset(
 TIME_TYPES = ("timestamp with time zone", "timestamp without time zone", "date")
 
 
+@functools.cache
+def known_zones() -> frozenset[str]:
+    """The names of the zone database (the system's, or the tzdata package): read once."""
+    return frozenset(zoneinfo.available_timezones())
+
+
 def zone_problem(name: object) -> str | None:
-    """Why `name` cannot be a declared zone; None when it can."""
+    """Why `name` cannot be a declared zone; None when it can. A name is looked up in
+    the zone database's list before it is opened: a directory (`America`), a name
+    too long for a path or one that climbs out (`../x`) is refused, never opened."""
     if name in (UTC, SERVER):
         return None
     if not isinstance(name, str) or not name:
-        return f"{name!r} is not UTC, server or an IANA time zone name"
+        return f"{shortened(repr(name))} is not UTC, server or an IANA time zone name"
+    unknown = (
+        f"{shortened(repr(name))} is not UTC, server or an IANA time zone name (America/Bogota, Europe/Madrid, ...)"
+    )
+    if name not in known_zones():
+        return unknown
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return f"{name!r} is not UTC, server or an IANA time zone name (America/Bogota, Europe/Madrid, ...)"
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return unknown
     return None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from exporter.errors import ListenError
+from exporter.hostnames import host_problem
 from exporter.options import Refused
 
 EVERY_INTERFACE = ""
@@ -27,9 +28,12 @@ def show_address(host: str, port: int) -> str:
 
 def resolve(host: str, port: int) -> tuple[Any, ...]:
     """What binding `host` means: getaddrinfo's first answer, or Refused naming the host.
-    `check-config` and `serve` both go through here, so they refuse the same hosts."""
+    `check-config`, `serve` and `healthcheck` all go through here, so they refuse the same hosts."""
     if host == EVERY_INTERFACE:
         return (socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::", port))
+    problem = host_problem(host)  # checked first: the resolver raises UnicodeError on these
+    if problem is not None:
+        raise Refused(f"the host {host!r}: {problem}")
     try:
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except socket.gaierror as exc:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from exporter.errors import ConfigError
-from exporter.http.webconfig import SETTING, TlsConfig, WebConfig, load_web_config
+from exporter.http.webconfig import SETTING, EncryptedKey, TlsConfig, WebConfig, load_web_config
 
 log = logging.getLogger("orpycamcp.webconfig")
 
@@ -118,7 +118,7 @@ class ReloadingWebConfig:
                     "turning TLS on or off, or changing client_auth_type, min_version or max_version, takes a restart",
                 )
             context = config.tls.context() if config.tls is not None else None
-        except (ConfigError, ssl.SSLError, OSError) as exc:
+        except (ConfigError, EncryptedKey, ssl.SSLError, OSError) as exc:
             log.error("web config %s not reloaded, the last valid one stays in force: %s", self.path, exc)
             return False
         self._stamps = self._stamp_files(config)

@@ -2,6 +2,10 @@
 format the official Prometheus exporters take: TLS and basic auth.
 
 Parsed and checked completely at start; any problem is a ConfigError (exit 2).
+The file holds credentials (and a plaintext password or a hash may be left in
+the wrong place by mistake), so no refusal quotes a value, a key or a YAML tag
+from it: fields are named by the format's own names, users and headers by
+their position, and only file paths (which the operator needs to see) are shown.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 from exporter.errors import ConfigError
 from exporter.flags import flag_of
 from exporter.printable import has_control
-from exporter.yamlfile import YamlError, excerpt, parse_yaml, read_capped
+from exporter.yamlfile import YamlError, parse_yaml, read_capped
 
 SETTING = flag_of("web_config_file")
 
@@ -27,6 +31,9 @@ TLS_VERSIONS = {
     "TLS12": ssl.TLSVersion.TLSv1_2,
     "TLS13": ssl.TLSVersion.TLSv1_3,
 }
+# The versions this server speaks (the system's OpenSSL refuses TLS 1.0 and 1.1 at its
+# security level): a maximum below them would fail every handshake.
+SERVED_VERSIONS = ("TLS12", "TLS13")
 # Python's ssl module verifies any certificate it requests, so the toolkit's
 # "request but do not verify" modes have no faithful equivalent: refused.
 CLIENT_AUTH_TYPES = {
@@ -53,7 +60,7 @@ EXTRA_HEADERS: dict[str, tuple[str, ...]] = {
     "X-XSS-Protection": (),
     "Content-Security-Policy": (),
 }
-_EXTRA_BY_LOWER = {name.lower(): values for name, values in EXTRA_HEADERS.items()}
+_EXTRA_BY_LOWER = {name.lower(): (name, values) for name, values in EXTRA_HEADERS.items()}
 # RFC 9110 field-value: visible ASCII, spaces and tabs inside; no CR, LF or NUL.
 _FIELD_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?")
 
@@ -62,6 +69,14 @@ def bcrypt_cost(hashed: str) -> int | None:
     """The cost of a bcrypt hash ($2b$NN$ and 53 characters of salt and hash); None when not one."""
     match = _BCRYPT.fullmatch(hashed)
     return int(match.group(1)) if match is not None else None
+
+
+class EncryptedKey(Exception):
+    """The key file asks for a pass phrase; raised by the callback OpenSSL calls instead of prompting."""
+
+
+def _no_pass_phrase() -> bytes:
+    raise EncryptedKey
 
 
 @dataclass(frozen=True)
@@ -74,10 +89,11 @@ class TlsConfig:
     max_version: ssl.TLSVersion = ssl.TLSVersion.MAXIMUM_SUPPORTED
 
     def context(self) -> ssl.SSLContext:
+        """The server's context; EncryptedKey (never a prompt on a terminal) when the key asks for a pass phrase."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = self.min_version
         context.maximum_version = self.max_version
-        context.load_cert_chain(self.cert_file, self.key_file)
+        context.load_cert_chain(self.cert_file, self.key_file, password=_no_pass_phrase)
         context.verify_mode = self.client_auth
         if self.client_ca_file:
             context.load_verify_locations(self.client_ca_file)
@@ -100,9 +116,9 @@ def _mapping(value: Any, where: str, allowed: set[str]) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise _problem(f"{where} must be a mapping")
-    unknown = sorted(set(map(str, value)) - allowed)
-    if unknown:
-        raise _problem(f"{where}: unknown field {unknown[0]!r}")
+    if not set(map(str, value)) <= allowed:
+        # The field is not quoted: a mis-indented user or hash lands here.
+        raise _problem(f"{where}: a field that is not one of {', '.join(sorted(allowed))}")
     return value
 
 
@@ -131,32 +147,52 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
         raise _problem("tls_server_config needs both cert_file and key_file")
     auth_name = section.get("client_auth_type", "NoClientCert")
     if not isinstance(auth_name, str) or auth_name not in CLIENT_AUTH_TYPES:
-        raise _problem(f"client_auth_type {excerpt(auth_name)} is not one of {', '.join(CLIENT_AUTH_TYPES)}")
+        raise _problem(f"client_auth_type is not one of {', '.join(CLIENT_AUTH_TYPES)}")
     client_auth = CLIENT_AUTH_TYPES[auth_name]
     ca_file = _file(base, section["client_ca_file"], "client_ca_file") if section.get("client_ca_file") else None
     if client_auth != ssl.CERT_NONE and ca_file is None:
         raise _problem(f"client_auth_type {auth_name} needs client_ca_file")
-    versions = {}
-    for key, default in (("min_version", "TLS12"), ("max_version", None)):
-        name = section.get(key, default)
-        if name is None:
-            continue
-        if not isinstance(name, str) or name not in TLS_VERSIONS:
-            raise _problem(f"{key} {excerpt(name)} is not one of {', '.join(TLS_VERSIONS)}")
-        versions[key] = TLS_VERSIONS[name]
+    min_version, max_version = _versions(section)
     tls = TlsConfig(
         cert_file=_file(base, section["cert_file"], "cert_file"),
         key_file=_file(base, section["key_file"], "key_file"),
         client_ca_file=ca_file,
         client_auth=client_auth,
-        min_version=versions["min_version"],
-        max_version=versions.get("max_version", ssl.TLSVersion.MAXIMUM_SUPPORTED),
+        min_version=min_version,
+        max_version=max_version,
     )
     try:
         tls.context()
+    except EncryptedKey:
+        raise _problem(
+            f"key_file: {tls.key_file} is encrypted (it asks for a pass phrase): give the key unencrypted,"
+            " readable by the exporter alone"
+        ) from None
     except (ssl.SSLError, OSError) as exc:
         raise _problem(f"cannot load the TLS certificate, key or CA: {exc}") from None
     return tls
+
+
+def _versions(section: dict[str, Any]) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """min_version and max_version: known names, the maximum one this server speaks, not below the minimum."""
+    names = {}
+    for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
+        name = section.get(key, default)
+        if not isinstance(name, str) or name not in TLS_VERSIONS:
+            raise _problem(f"{key} is not one of {', '.join(TLS_VERSIONS)}")
+        names[key] = name
+    if names["max_version"] not in SERVED_VERSIONS:
+        raise _problem(
+            f"max_version {names['max_version']}: this server speaks {' and '.join(SERVED_VERSIONS)} only,"
+            " so every handshake would fail"
+        )
+    if TLS_VERSIONS[names["min_version"]] > TLS_VERSIONS[names["max_version"]]:
+        raise _problem(
+            f"min_version {names['min_version']} is above max_version {names['max_version']}:"
+            " no version is left for a handshake"
+        )
+    maximum = TLS_VERSIONS[names["max_version"]] if "max_version" in section else ssl.TLSVersion.MAXIMUM_SUPPORTED
+    return TLS_VERSIONS[names["min_version"]], maximum
 
 
 def _users(section: Any) -> dict[str, bytes]:
@@ -168,26 +204,26 @@ def _users(section: Any) -> dict[str, bytes]:
         raise _problem("basic_auth_users must map user names to bcrypt hashes")
     users: dict[str, bytes] = {}
     costs: dict[int, str] = {}
-    for user, hashed in section.items():
+    # Users are named by their place in the file, never quoted: a user and its hash
+    # swapped, or a password written as a user, would be echoed.
+    for number, (user, hashed) in enumerate(section.items(), start=1):
+        where = f"user {number}"
         if not isinstance(user, str) or not user or ":" in user or has_control(user):
-            raise _problem(
-                f"basic_auth_users: invalid user name {excerpt(user)} (a name without ':' or control characters)"
-            )
+            raise _problem(f"basic_auth_users: {where} has an invalid name (a name without ':' or control characters)")
         cost = bcrypt_cost(hashed) if isinstance(hashed, str) else None
         if cost is None:
-            # The hash itself is never echoed back.
-            raise _problem(f"basic_auth_users: the password of {excerpt(user)} is not a bcrypt hash")
+            raise _problem(f"basic_auth_users: the password of {where} is not a bcrypt hash")
         if not MIN_BCRYPT_COST <= cost <= MAX_BCRYPT_COST:
             raise _problem(
-                f"basic_auth_users: the hash of {excerpt(user)} has cost {cost}; from {MIN_BCRYPT_COST} to"
+                f"basic_auth_users: the hash of {where} has cost {cost}; from {MIN_BCRYPT_COST} to"
                 f" {MAX_BCRYPT_COST} are accepted (each step doubles the time of a check: {MAX_BCRYPT_COST}"
                 " takes about a second)"
             )
-        costs.setdefault(cost, user)
+        costs.setdefault(cost, where)
         if len(costs) > 1:
             (first, first_user), (other, other_user) = sorted(costs.items())[:2]
             raise _problem(
-                f"basic_auth_users: {excerpt(first_user)} has cost {first} and {excerpt(other_user)} cost {other}:"
+                f"basic_auth_users: {first_user} has cost {first} and {other_user} cost {other}:"
                 " hash every password with one cost (a cheaper user would be found by the time of a wrong login)"
             )
         users[user] = hashed.encode("ascii")
@@ -199,20 +235,26 @@ def _headers(section: Any) -> dict[str, str]:
         return {}
     if not isinstance(section, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in section.items()):
         raise _problem("http_server_config.headers must map header names to strings")
-    for name, value in section.items():
-        allowed = _EXTRA_BY_LOWER.get(name.lower())
-        if allowed is None:
+    seen: set[str] = set()
+    for number, (name, value) in enumerate(section.items(), start=1):
+        known = _EXTRA_BY_LOWER.get(name.lower())
+        if known is None:
             raise _problem(
-                f"http_server_config.headers: {excerpt(name)} cannot be configured"
+                f"http_server_config.headers: header {number} cannot be configured"
                 f" (these can: {', '.join(EXTRA_HEADERS)})"
             )
+        canonical, allowed = known
+        if canonical in seen:
+            # Header names are case-insensitive: both spellings would be sent.
+            raise _problem(f"http_server_config.headers: {canonical} is given twice (header names ignore case)")
+        seen.add(canonical)
         if not _FIELD_VALUE.fullmatch(value):
             raise _problem(
-                f"http_server_config.headers: the value of {name} is not a header value"
+                f"http_server_config.headers: the value of {canonical} is not a header value"
                 " (visible ASCII, spaces inside; no line break or control character)"
             )
         if allowed and value.lower() not in allowed:
-            raise _problem(f"http_server_config.headers: {name} must be one of {', '.join(allowed)}")
+            raise _problem(f"http_server_config.headers: {canonical} must be one of {', '.join(allowed)}")
     return dict(section)
 
 
@@ -220,10 +262,12 @@ def load_web_config(path: str) -> WebConfig:
     file = Path(path)
     try:
         text = read_capped(path)
-        document = parse_yaml(text) if text.strip() else {}
+        document = parse_yaml(text, secret=True) if text.strip() else {}
     except OSError as exc:
         raise _problem(f"cannot read {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, YamlError) as exc:
+    except UnicodeDecodeError:
+        raise _problem(f"{path}: not UTF-8 text") from None
+    except YamlError as exc:
         raise _problem(f"{path}: {exc}") from None
     top = _mapping(document, path, TOP_KEYS)
     base = file.resolve().parent

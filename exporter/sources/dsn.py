@@ -28,6 +28,7 @@ from typing import Any
 from asyncpg import connect_utils
 from asyncpg import exceptions as pg_exceptions
 
+from exporter.hostnames import host_problem
 from exporter.options import Refused
 from exporter.sources import url_secrets
 
@@ -192,6 +193,14 @@ def _check_hostlist(hostlist: str, where: str) -> None:
             _check_port(urllib.parse.unquote(port), here)
 
 
+def _check_names(hosts: tuple[Host, ...]) -> None:
+    """Every TCP host (from the URL, ?host= or PGHOST) a name the resolver takes: named by position."""
+    for index, host in enumerate(hosts, start=1):
+        problem = None if host.is_socket else host_problem(host.address)
+        if problem is not None:
+            raise InvalidDatabaseUrl(f"host {index}: {problem}")
+
+
 def _connect_timeout(raw: str) -> float | None:
     """libpq: a whole number of seconds; zero or negative waits indefinitely; below 2 means 2."""
     try:
@@ -294,6 +303,7 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> DatabaseTarget:
     except OSError as exc:
         raise InvalidDatabaseUrl(f"a file the URL names cannot be read: {exc.strerror}") from None
     hosts = tuple(Host(addr, _socket_port(addr)) if isinstance(addr, str) else Host(addr[0], addr[1]) for addr in addrs)
+    _check_names(hosts)
     return DatabaseTarget(
         url=driver_url,
         hosts=hosts,

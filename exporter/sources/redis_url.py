@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from exporter.errors import InvalidRedisUrl
 from exporter.flags import flag_of
+from exporter.hostnames import host_problem
 from exporter.options import Refused
 from exporter.sources import dsn, url_secrets
 
@@ -277,7 +278,11 @@ def _nodes(hostlist: str, default_port: int) -> tuple[tuple[str, int], ...]:
             port_text = port_text_or_empty if colon else None
             if not host:
                 raise _Refusal(f"{where} has a port but no name")
-        nodes.append((urllib.parse.unquote(host), _port(port_text, where) if port_text is not None else default_port))
+        name = urllib.parse.unquote(host)
+        problem = host_problem(name)
+        if problem is not None:
+            raise _Refusal(f"{where}: {problem}")
+        nodes.append((name, _port(port_text, where) if port_text is not None else default_port))
     return tuple(nodes)
 
 

@@ -86,6 +86,10 @@ KYC_VARIANTS: list[tuple[str, str, str, str, str]] = [
     ("timezone-unknown", "oldest: created_at", "oldest: created_at\n    timezone: Mars/Olympus", "timezone", "IANA"),
     ("timezone-path", "oldest: created_at", "oldest: created_at\n    timezone: /etc/passwd", "timezone", "IANA"),
     ("timezone-number", "oldest: created_at", "oldest: created_at\n    timezone: 5", "timezone", "IANA"),
+    # A directory of the zone database, and a name too long for a path: refused, never opened.
+    ("timezone-directory", "oldest: created_at", "oldest: created_at\n    timezone: America", "timezone", "IANA"),
+    ("timezone-long", "oldest: created_at", "oldest: created_at\n    timezone: " + "A" * 300, "timezone", "IANA"),
+    ("timezone-climbs", "oldest: created_at", "oldest: created_at\n    timezone: ../zone.tab", "timezone", "IANA"),
     ("timezone-without-oldest", "    oldest: created_at", "    timezone: UTC", "timezone", "needs oldest"),
 ]
 # Other texts: (id, the text, the backlog named, the key named, the problem).

@@ -5,16 +5,23 @@ registry builds, every declared metric renders on a page the reference parser
 reads, and the app answers a request with headers HTTP allows.
 
 The documents are the example files with one value replaced by a generated one
-(any YAML value, deep, wide, huge integers, control characters, non-scalar keys),
-plus generated YAML text spliced into them."""
+(any YAML value, deep, wide, huge integers, control characters, non-scalar keys,
+zone names that are directories, TLS versions, an encrypted key), a key spelled
+a second time in other letter cases, plus generated YAML text spliced into them.
+Host names (the listen address, the database's and Redis' hosts) are generated
+too: each loads into a name the resolver can encode, or is refused in one line."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import signal
+import socket
+import ssl
 import string
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +31,9 @@ import bcrypt
 import h11
 import httpx
 import pytest
+import trustme
 import yaml
+from cryptography.hazmat.primitives import serialization
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
@@ -33,6 +42,7 @@ from exporter.errors import ConfigError, InvalidSettings
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.http.app import create_app
+from exporter.http.webconfig import TlsConfig
 from exporter.loading import load
 from exporter.outcomes import Outcome
 from exporter.service import build_exporter, catalog_of
@@ -48,6 +58,11 @@ WEB = {
     "basic_auth_users": {"prometheus": HASH, "grafana": HASH},
     "http_server_config": {"headers": {"X-Frame-Options": "deny", "Strict-Transport-Security": "max-age=3600"}},
 }
+# The same with TLS: the files are written beside the document (paths relative to it).
+WEB_TLS = {
+    **WEB,
+    "tls_server_config": {"cert_file": "server.crt", "key_file": "server.key", "min_version": "TLS12"},
+}
 # Unreachable sources: nothing is resolved, every connection is refused at once.
 SOURCES = {"database_url": "postgresql://u:p@127.0.0.1:1/db", "redis_url": "redis://127.0.0.1:1/0"}
 WATCHDOG_SECONDS = 10  # a hang, not a slow machine: far above what one load takes
@@ -61,6 +76,9 @@ SCALARS = st.one_of(
     st.text(max_size=30),
     st.text(alphabet=st.characters(max_codepoint=0x9F), max_size=10),
     st.sampled_from(["1h", "24h", "0m", "31d", "32d", "pending", "tenant", "global", "a.b", "UTC", "Mars/Olympus"]),
+    # A directory of the zone database, a name too long for a path, a zone.
+    st.sampled_from(["America", "Europe", "A" * 300, "../zone.tab", "America/Bogota", "Etc/GMT+5"]),
+    st.sampled_from(["TLS10", "TLS11", "TLS12", "TLS13", "encrypted.key", "server.key", "ca.crt", "Deny", "nosniff"]),
 )
 VALUES = st.recursive(
     SCALARS,
@@ -87,6 +105,10 @@ SPLICES = st.one_of(
             '"\\ud800"',
             "'\x1b[2J'",
             '"a\\r\\nSet-Cookie: x=1"',
+            "!Secr3tPassw0rd",
+            "!!str !x",
+            "[" + "a, " * 12_000 + "a]",
+            "{" + ", ".join(f"k{i}: 1" for i in range(6_000)) + "}",
         ]
     ),
     st.text(max_size=40),
@@ -135,12 +157,23 @@ def _alike(value: Any) -> st.SearchStrategy[Any]:
     return VALUES
 
 
+def _respelled(document: Any, path: tuple[Any, ...], spell: str) -> Any:
+    """The document with each key of the mapping at `path` given a second time, in
+    other letter cases (`x-frame-options` beside `X-Frame-Options`)."""
+    mapping = _at(document, path)
+    twice = {**mapping, **{getattr(str(key), spell)(): value for key, value in mapping.items()}}
+    return replaced(document, path, twice)
+
+
 @st.composite
 def documents(draw: st.DrawFn, base: dict[str, Any]) -> str:
     """The base document with one value replaced, as YAML text: by one of its kind
-    (often accepted), by any value, or by YAML text spliced in where it was."""
+    (often accepted), by any value, by YAML text spliced in where it was, or with
+    the keys of a mapping spelled a second time."""
     path = draw(st.sampled_from(list(paths(base))))
-    how = draw(st.sampled_from(["alike", "any", "splice"]))
+    how = draw(st.sampled_from(["alike", "any", "splice", "respell"]))
+    if how == "respell" and isinstance(_at(base, path), dict):
+        return yaml.safe_dump(_respelled(base, path, draw(st.sampled_from(["lower", "upper", "swapcase"]))))
     if how == "alike":
         return yaml.safe_dump(replaced(base, path, draw(_alike(_at(base, path)))), allow_unicode=True)
     if how == "any":
@@ -215,7 +248,34 @@ async def first_requests(settings: Settings) -> None:
 
 @pytest.fixture(scope="module")
 def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("configurations")
+    """Where the documents are written, beside the TLS files WEB_TLS names (a CA, the
+    server's certificate and key, and the key encrypted with a pass phrase)."""
+    folder = tmp_path_factory.mktemp("configurations")
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1")
+    server.private_key_pem.write_to_path(str(folder / "server.key"))
+    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
+    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
+    key = serialization.load_pem_private_key(server.private_key_pem.bytes(), password=None)
+    encrypted = serialization.BestAvailableEncryption(b"pass phrase")
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encrypted)
+    (folder / "encrypted.key").write_bytes(pem)
+    return folder
+
+
+def handshake(tls: TlsConfig, ca_file: Path) -> str:
+    """A TLS handshake of a default client with the server's context, in memory: the TLS version agreed."""
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    server = tls.context().wrap_bio(to_server, to_client, server_side=True)
+    client_context = ssl.create_default_context(cafile=str(ca_file))
+    client = client_context.wrap_bio(to_client, to_server, server_hostname="127.0.0.1")
+    for _round in range(10):
+        for end in (client, server):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                end.do_handshake()
+        if client.version() is not None and server.version() is not None:
+            return str(client.version())
+    raise AssertionError("the handshake did not end")
 
 
 def examples_of(fast: int, ci: int) -> settings:
@@ -252,6 +312,54 @@ def test_a_web_config_loads_into_an_app_that_answers_or_is_refused_in_one_line(d
         asyncio.run(first_requests(settings))
 
 
+@examples_of(fast=100, ci=1500)
+@given(text=documents(WEB_TLS))
+def test_a_tls_web_config_loads_into_a_context_that_shakes_hands_or_is_refused_in_one_line(
+    directory: Path, text: str
+) -> None:
+    path = directory / "web-tls.yml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    settings = loaded({**SOURCES, "signals": "audit_chain", "web_config_file": str(path)})
+    event("loaded" if settings is not None else "refused")
+    if settings is not None and settings.web.tls is not None:
+        event(f"handshake {handshake(settings.web.tls, directory / 'ca.crt')}")
+
+
+# Host names: plain ones, and what the resolver's IDNA encoding refuses.
+LABELS = st.one_of(
+    st.text(alphabet=string.ascii_lowercase + string.digits + "-", min_size=0, max_size=70),
+    st.text(min_size=0, max_size=8),
+)
+HOSTS = st.one_of(
+    st.lists(LABELS, min_size=1, max_size=4).map(".".join),
+    st.sampled_from(["a..b", ".a", "a" * 64, "\u200b", "\u3002", "x\u00e9.com", "127.0.0.1", "[::1]", "localhost"]),
+)
+
+
+def _resolvable(host: str) -> None:
+    """The host encodes for the resolver: getaddrinfo raises gaierror at worst, never
+    UnicodeError (AI_NUMERICHOST: nothing is looked up)."""
+    with contextlib.suppress(socket.gaierror):
+        socket.getaddrinfo(host.strip("[]"), 1, flags=socket.AI_NUMERICHOST)
+
+
+@examples_of(fast=150, ci=2500)
+@given(host=HOSTS, where=st.sampled_from(["listen", "postgres", "postgres ?host", "redis", "sentinel"]))
+def test_a_host_name_loads_into_one_the_resolver_encodes_or_is_refused_in_one_line(host: str, where: str) -> None:
+    quoted = urllib.parse.quote(host, safe="[]:")
+    values = {
+        "listen": {**SOURCES, "listen_address": f"{host}:9999"},
+        "postgres": {"database_url": f"postgresql://u@{quoted}:5432/db"},
+        "postgres ?host": {"database_url": f"postgresql://u@/db?host={quoted}"},
+        "redis": {"redis_url": f"redis://{quoted}:6379/0"},
+        "sentinel": {"redis_url": f"redis+sentinel://127.0.0.1,{quoted}/main"},
+    }[where]
+    settings = loaded(values)
+    event("loaded" if settings is not None else "refused")
+    if settings is not None:
+        _resolvable(host if where != "listen" else settings.listen_host)
+
+
 def test_the_bases_load_as_they_are(directory: Path) -> None:
     """The documents the properties vary are valid themselves: a refusal comes from a change."""
     declarations, web = directory / "declarations.yml", directory / "web-base.yml"
@@ -259,3 +367,8 @@ def test_the_bases_load_as_they_are(directory: Path) -> None:
     web.write_text(json.dumps(WEB), encoding="utf-8")
     assert loaded({**SOURCES, "backlogs_file": str(declarations)}) is not None
     assert loaded({**SOURCES, "web_config_file": str(web)}) is not None
+    web.write_text(json.dumps(WEB_TLS), encoding="utf-8")
+    tls = loaded({**SOURCES, "web_config_file": str(web)})
+    assert tls is not None
+    assert tls.web.tls is not None
+    assert handshake(tls.web.tls, directory / "ca.crt") == "TLSv1.3"

@@ -9,7 +9,8 @@ import socket
 import pytest
 
 from exporter.errors import ListenError
-from exporter.http.listen import bind, listening_on
+from exporter.http.listen import ListenParser, bind, listening_on
+from exporter.options import Refused
 
 
 def _connects(family: socket.AddressFamily, host: str, port: int) -> bool:
@@ -41,3 +42,16 @@ def test_an_unresolvable_host_is_refused_naming_it() -> None:
         ListenError, match=r"cannot listen on exporter\.invalid:0: cannot resolve the host 'exporter\.invalid'"
     ):
         bind("exporter.invalid", 0)
+
+
+# What the resolver itself raises UnicodeError on (IDNA): an empty label, a label
+# of 64 characters, a character IDNA refuses.
+NOT_HOST_NAMES = ["a..b", ".a", "a" * 64, "x." + "a" * 64 + ".com", "\u200b", "\ud800", "a\x00b", "a" * 254]
+
+
+@pytest.mark.parametrize("host", NOT_HOST_NAMES)
+def test_a_host_the_resolver_cannot_encode_is_refused_before_it_resolves(host: str) -> None:
+    with pytest.raises(Refused, match=r"not a host name|NUL character"):
+        ListenParser()(f"{host}:9999", {})
+    with pytest.raises(ListenError, match=r"not a host name|NUL character"):
+        bind(host, 0)

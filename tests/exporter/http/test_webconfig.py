@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
+import select
+import signal
 import ssl
 import subprocess
 import sys
@@ -10,6 +15,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 import trustme
+from cryptography.hazmat.primitives import serialization
 
 from exporter.errors import ConfigError
 from exporter.http.webconfig import load_web_config
@@ -63,7 +69,7 @@ def test_empty_file_is_no_tls_no_auth(tmp_path: Path) -> None:
     [
         ("tls_server_config: [", "not valid YAML"),
         ("- a\n- b\n", "must be a mapping"),
-        ("unknown_section: {}\n", "unknown field 'unknown_section'"),
+        ("unknown_section: {}\n", "a field that is not one of basic_auth_users, http_server_config"),
         ("tls_server_config:\n  cert_file: server.crt\n", "needs both cert_file and key_file"),
         ("tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n", "does not exist"),
         ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: SSL3\n", "min_version"),
@@ -77,10 +83,10 @@ def test_empty_file_is_no_tls_no_auth(tmp_path: Path) -> None:
             "needs client_ca_file",
         ),
         ("tls_server_config:\n  cert_file: server.key\n  key_file: server.key\n", "cannot load"),
-        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  bogus: 1\n", "unknown field 'bogus'"),
+        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  bogus: 1\n", "a field that is not"),
         ("basic_auth_users:\n  prometheus: plaintext-password\n", "not a bcrypt hash"),
         ("basic_auth_users: [a]\n", "basic_auth_users"),
-        (f"basic_auth_users:\n  'a:b': '{HASH}'\n", "invalid user name"),
+        (f"basic_auth_users:\n  'a:b': '{HASH}'\n", "user 1 has an invalid name"),
         ("http_server_config:\n  headers: [1]\n", "headers"),
     ],
 )
@@ -143,19 +149,31 @@ HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
         ("tls_server_config:\n  cert_file: server.crt\n", "tls_server_config needs both cert_file and key_file"),
         (
             TLS + "  client_auth_type: Maybe\n",
-            "client_auth_type 'Maybe' is not one of NoClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert",
+            "client_auth_type is not one of NoClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert",
         ),
         (TLS + "  client_ca_file: 1\n", "client_ca_file must be a file path"),
         (TLS + "  client_ca_file: nope.crt\n", "client_ca_file: {certs}/nope.crt does not exist"),
         (TLS.replace("server.crt", "nope.crt"), "cert_file: {certs}/nope.crt does not exist"),
         (TLS.replace("server.crt", "''"), "cert_file must be a file path"),
         (TLS.replace("server.key", "nope.key"), "key_file: {certs}/nope.key does not exist"),
-        (TLS + "  min_version: SSL3\n", "min_version 'SSL3' is not one of TLS10, TLS11, TLS12, TLS13"),
-        (TLS + "  max_version: TLS9\n", "max_version 'TLS9' is not one of TLS10, TLS11, TLS12, TLS13"),
+        (TLS + "  min_version: SSL3\n", "min_version is not one of TLS10, TLS11, TLS12, TLS13"),
+        (TLS + "  max_version: TLS9\n", "max_version is not one of TLS10, TLS11, TLS12, TLS13"),
+        (
+            TLS + "  min_version: TLS13\n  max_version: TLS12\n",
+            "min_version TLS13 is above max_version TLS12: no version is left for a handshake",
+        ),
+        (
+            TLS + "  max_version: TLS11\n",
+            "max_version TLS11: this server speaks TLS12 and TLS13 only, so every handshake would fail",
+        ),
+        (
+            TLS + "  min_version: TLS10\n  max_version: TLS10\n",
+            "max_version TLS10: this server speaks TLS12 and TLS13 only, so every handshake would fail",
+        ),
         ("basic_auth_users: [a]\n", "basic_auth_users must map user names to bcrypt hashes"),
         (
             f"basic_auth_users:\n  '': '{HASH}'\n",
-            "basic_auth_users: invalid user name '' (a name without ':' or control characters)",
+            "basic_auth_users: user 1 has an invalid name (a name without ':' or control characters)",
         ),
         ("http_server_config:\n  headers:\n    1: x\n", HEADERS_PROBLEM),
         ("http_server_config:\n  headers:\n    X-A: 1\n", HEADERS_PROBLEM),
@@ -165,21 +183,21 @@ HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
             TLS.replace("server.crt", "server.key/server.crt"),
             "cert_file: {certs}/server.key/server.crt cannot be read: Not a directory",
         ),
-        ("basic_auth_users:\n  a: 12345\n", "basic_auth_users: the password of 'a' is not a bcrypt hash"),
-        ("basic_auth_users:\n  a: null\n", "basic_auth_users: the password of 'a' is not a bcrypt hash"),
+        ("basic_auth_users:\n  a: 12345\n", "basic_auth_users: the password of user 1 is not a bcrypt hash"),
+        ("basic_auth_users:\n  a: null\n", "basic_auth_users: the password of user 1 is not a bcrypt hash"),
         (
             f"basic_auth_users:\n  a: '{HASH[:4]}15{HASH[6:]}'\n",
-            "basic_auth_users: the hash of 'a' has cost 15; from 4 to 14 are accepted"
+            "basic_auth_users: the hash of user 1 has cost 15; from 4 to 14 are accepted"
             " (each step doubles the time of a check: 14 takes about a second)",
         ),
         (
             f"basic_auth_users:\n  a: '{HASH[:4]}05{HASH[6:]}'\n  b: '{HASH}'\n",
-            "basic_auth_users: 'b' has cost 4 and 'a' cost 5: hash every password with one cost"
+            "basic_auth_users: user 2 has cost 4 and user 1 cost 5: hash every password with one cost"
             " (a cheaper user would be found by the time of a wrong login)",
         ),
         (
             "http_server_config:\n  headers:\n    X-Evil: a\n",
-            "http_server_config.headers: 'X-Evil' cannot be configured (these can: Strict-Transport-Security,"
+            "http_server_config.headers: header 1 cannot be configured (these can: Strict-Transport-Security,"
             " X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, Content-Security-Policy)",
         ),
         (
@@ -245,7 +263,7 @@ def test_users_of_one_cost_are_all_kept(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["a\\nb", "a\\rb", "a\\x1bb", "a:b", ""])
 def test_a_user_name_with_a_line_break_control_or_colon_is_refused(tmp_path: Path, name: str) -> None:
-    with pytest.raises(ConfigError, match="invalid user name") as refused:
+    with pytest.raises(ConfigError, match="user 1 has an invalid name") as refused:
         load_web_config(write(tmp_path, f"basic_auth_users:\n  \"{name}\": '{HASH}'\n"))
     assert "\n" not in str(refused.value)
 
@@ -253,10 +271,12 @@ def test_a_user_name_with_a_line_break_control_or_colon_is_refused(tmp_path: Pat
 @pytest.mark.parametrize(
     ("headers", "problem"),
     [
-        ('{X-Evil: "a"}', "'X-Evil' cannot be configured"),
-        ('{"Bad Name": v}', "'Bad Name' cannot be configured"),
-        ("{Content-Type: text/html}", "'Content-Type' cannot be configured"),
-        ("{WWW-Authenticate: Basic}", "'WWW-Authenticate' cannot be configured"),
+        ('{X-Evil: "a"}', "header 1 cannot be configured"),
+        ('{X-Frame-Options: deny, "Bad Name": v}', "header 2 cannot be configured"),
+        ("{Content-Type: text/html}", "header 1 cannot be configured"),
+        ("{WWW-Authenticate: Basic}", "header 1 cannot be configured"),
+        ("{X-Frame-Options: deny, x-frame-options: sameorigin}", "X-Frame-Options is given twice"),
+        ("{x-content-type-options: nosniff, X-CONTENT-TYPE-OPTIONS: nosniff}", "X-Content-Type-Options is given twice"),
         ('{Content-Security-Policy: "a\\r\\nSet-Cookie: x=1"}', "not a header value"),
         ('{Strict-Transport-Security: ""}', "not a header value"),
         ('{Strict-Transport-Security: "max-age=1\\x00"}', "not a header value"),
@@ -278,3 +298,58 @@ def test_a_device_or_a_directory_as_a_certificate_is_named_for_what_it_is(tmp_pa
     document = f"tls_server_config:\n  cert_file: {path}\n  key_file: {path}\n"
     with pytest.raises(ConfigError, match=f"cert_file: {path} {expected}"):
         load_web_config(write(tmp_path, document))
+
+
+def _encrypted_key(certs: Path) -> Path:
+    """The server's key, encrypted with a pass phrase (PEM, as `openssl genpkey -aes256` writes it)."""
+    key = serialization.load_pem_private_key((certs / "server.key").read_bytes(), password=None)
+    encrypted = certs / "encrypted.key"
+    encrypted.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"pass phrase"),
+        )
+    )
+    return encrypted
+
+
+def test_an_encrypted_key_is_refused_without_asking_for_its_pass_phrase(certs: Path) -> None:
+    key = _encrypted_key(certs)
+    with pytest.raises(ConfigError) as refused:
+        load_web_config(write(certs, TLS.replace("server.key", key.name)))
+    assert refused.value.problem == (
+        f"key_file: {key.resolve()} is encrypted (it asks for a pass phrase): give the key unencrypted,"
+        " readable by the exporter alone"
+    )
+
+
+HANG_SECONDS = 30  # a prompt waiting for an answer, not a slow machine: check-config takes about a second
+
+
+def test_check_config_on_a_terminal_refuses_an_encrypted_key_in_one_line(certs: Path) -> None:
+    """On a terminal OpenSSL would prompt `Enter PEM pass phrase:` and wait: check-config answers at once."""
+    key = _encrypted_key(certs)
+    config = write(certs, TLS.replace("server.key", key.name))
+    argv = [sys.executable, "-m", "exporter", "check-config", "--database-url", "postgresql://h/db"]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child, its controlling terminal the pty
+        os.execv(sys.executable, [*argv, "--web.config.file", config])  # noqa: S606 -- no shell: the argv as it is
+    output = b""
+    with contextlib.suppress(OSError):  # EIO once the child closed the terminal
+        while True:
+            readable, _, _ = select.select([terminal], [], [], HANG_SECONDS)
+            if not readable:  # waiting on the terminal for a pass phrase
+                os.kill(pid, signal.SIGKILL)
+                break
+            chunk = os.read(terminal, 4096)
+            if not chunk:
+                break
+            output += chunk
+    os.close(terminal)
+    status = os.waitpid(pid, 0)[1]
+    lines = output.decode().splitlines()
+    assert os.waitstatus_to_exitcode(status) == 2, lines
+    assert len(lines) == 1, lines
+    assert "is encrypted" in lines[0], lines
+    assert b"Enter PEM pass phrase" not in output

@@ -34,3 +34,24 @@ def test_a_file_that_is_not_a_readable_regular_file_is_refused_unquoted(
 def test_a_file_from_the_environment_is_named_by_its_variable(tmp_path: Path) -> None:
     with pytest.raises(dsn.InvalidDatabaseUrl, match="the file PGSSLROOTCERT names cannot be read"):
         dsn.parse("postgresql://u@h/db?sslmode=verify-full", {"PGSSLROOTCERT": str(tmp_path / "none.crt")})
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "problem"),
+    [
+        ("postgresql://u@a..b/db", {}, "host 1: not a host name"),
+        ("postgresql://u@h1," + "a" * 64 + ".x:5/db", {}, "host 2: not a host name"),
+        ("postgresql://u@/db?host=h1,.h2", {}, "host 2: not a host name"),
+        ("postgresql://u@/db", {"PGHOST": "a..b"}, "host 1: not a host name"),
+    ],
+)
+def test_a_host_the_resolver_cannot_encode_is_refused_by_its_position(
+    url: str, env: dict[str, str], problem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncpg reads PGHOST from the process environment itself: set there too."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(dsn.InvalidDatabaseUrl) as refused:
+        dsn.parse(url, env)
+    assert str(refused.value).startswith(problem)
+    assert "a..b" not in str(refused.value)

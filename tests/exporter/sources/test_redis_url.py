@@ -106,6 +106,10 @@ def test_a_bad_parameter_is_refused_by_name(url: str, parameter: str, words: str
         ("redis://r#frag", "no #fragment"),
         (f"redis://u:{SECRET}/x@r", "percent-encode"),
         (f"redis://u:{SECRET}#x@r", "percent-encode"),
+        # What the resolver raises UnicodeError on, refused before anything resolves it.
+        ("redis://a..b/0", "host 1: not a host name"),
+        ("redis+sentinel://s1," + "a" * 64 + "/m", "host 2: not a host name"),
+        ("redis+cluster://n1,%00", "host 2: a host name holds a NUL character"),
     ],
 )
 def test_a_bad_url_is_refused_without_its_password(url: str, words: str) -> None:
