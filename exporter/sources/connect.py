@@ -24,6 +24,7 @@ import asyncpg
 
 from exporter.errors import ConnectNotGranted, DatabaseUnreachable
 from exporter.sources.dsn import Host, SessionAttrs, parse
+from exporter.sources.url_secrets import masked, server_secrets
 
 
 class SessionKind(NamedTuple):
@@ -119,7 +120,9 @@ async def connect(url: str, *, timeout: float, **options: Any) -> asyncpg.Connec
                 )
             except asyncpg.exceptions.InsufficientPrivilegeError:
                 # At connect, the one privilege checked is CONNECT on the database.
-                raise ConnectNotGranted(target.user, target.database) from None
+                # The role is shown unless it may be a password put in the user's place.
+                role = masked(target.user, server_secrets(url, os.environ))
+                raise ConnectNotGranted(role, target.database) from None
             except NEXT_HOST_ERRORS as exc:
                 if isinstance(exc, TimeoutError) and limit >= remaining:
                     raise  # the exporter's own limit, not the host's connect_timeout

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +53,7 @@ from exporter.sources.pool_mode import PoolMode
 from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
 from exporter.sources.postgres_errors import row_security_table, server_words, typed_errors
 from exporter.sources.transaction import COMMIT_SQL, transaction_opening
+from exporter.sources.url_secrets import masked, server_secrets
 from exporter.timeouts import Timeouts
 
 # Errors that say public.tenants itself is missing or out of the role's reach.
@@ -112,6 +115,8 @@ class Postgres:
         self._life = life if life is not None else Lifecycle("the PostgreSQL reader")
         self.clock = clock
         self._opening = transaction_opening(timeouts)
+        # The server's words with every piece of a credential of the URL hidden.
+        self._mask = functools.partial(masked, texts=server_secrets(settings.url, os.environ))
         self._pool = LanePool(
             self._lanes,
             self._connect,
@@ -209,7 +214,7 @@ class Postgres:
                 lane.prepared.pop(sql, None)
                 raise
         except _SESSION_STATE_LOST as exc:
-            raise self._watch.not_kept(server_words(exc)) from exc
+            raise self._watch.not_kept(server_words(exc, self._mask)) from exc
         return rows
 
     async def _check_session(self, lane: Lane) -> None:
@@ -230,7 +235,7 @@ class Postgres:
     async def fetch(self, sql: str, *args: object, types: ResultTypes | None = None) -> list[asyncpg.Record]:
         """The rows of one statement (`args` bound), in a transaction of its own,
         once its result columns are of the `types`."""
-        with typed_errors():
+        with typed_errors(self._mask):
             return await self._fetch(sql, args, types)
 
     async def _fetch(self, sql: str, args: Sequence[object], types: ResultTypes | None = None) -> list[asyncpg.Record]:
@@ -242,7 +247,7 @@ class Postgres:
         """Whether a connection keeps its server session between its transactions
         (exporter.sources.pooler), whatever the pool mode (for diagnose)."""
         self._life.ensure_open()
-        with typed_errors():
+        with typed_errors(self._mask):
             return await self._probe_session()
 
     async def _probe_session(self) -> SessionProbe:
@@ -301,7 +306,7 @@ class Postgres:
             task = asyncio.get_running_loop().create_task(self._read_tenants())
             self._tenants_in_flight = task
             task.add_done_callback(self._tenants_read)
-        with typed_errors():
+        with typed_errors(self._mask):
             return list(await asyncio.shield(self._tenants_in_flight))
 
     def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
@@ -315,7 +320,7 @@ class Postgres:
         except UNREADABLE_TENANT_LIST as exc:
             if row_security_table(exc) is not None:
                 raise  # every row or none: not a missing grant (exporter.sources.postgres_errors)
-            raise TenantListUnreadable(exc.sqlstate, str(exc)) from exc
+            raise TenantListUnreadable(exc.sqlstate, self._mask(str(exc))) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:
             raise ContractViolation(
@@ -357,7 +362,7 @@ class Postgres:
         # its end (each statement bounded by statement_timeout), so what it
         # prepared and the catalogs it loaded serve the next refresh instead of
         # being thrown away with the connection.
-        with typed_errors():
+        with typed_errors(self._mask):
             return await asyncio.shield(task)
 
     def _pass_done(self, signal: str, task: asyncio.Task[list[asyncpg.Record]]) -> None:

@@ -1,13 +1,15 @@
 """asyncpg's exceptions, translated where the PostgreSQL source catches them into
 the exporter's typed errors (exporter.errors), each carrying its reason, and a
 server's error written on one line: nothing downstream imports asyncpg to tell
-what went wrong."""
+what went wrong. The server's words pass through a mask (the reader's: every
+piece of a credential of its URL hidden, exporter.sources.url_secrets.masked):
+"password authentication failed for user ..." quotes what the URL gave."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import asyncpg
 
@@ -49,49 +51,56 @@ def row_security_table(exc: BaseException) -> str | None:
     return None if match is None else match.group(1)
 
 
+Mask = Callable[[str], str]  # a text with the pieces it must not show hidden
+
+
+def unmasked(text: str) -> str:
+    return text
+
+
 # What PgBouncer answers a transaction block in pool_mode = statement, as it closes the connection.
 STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
 
 
-def translated(exc: BaseException) -> BaseException:
-    """The typed error for an asyncpg exception; any other exception itself."""
+def translated(exc: BaseException, mask: Mask = unmasked) -> BaseException:
+    """The typed error for an asyncpg exception, its words through `mask`; any other exception itself."""
     if isinstance(exc, asyncpg.exceptions.DataError):
         # A value of the wrong type for its column: asyncpg refuses to bind it, or
         # the server to read it (SQLSTATE class 22).
-        return ArgumentDoesNotFit(str(exc))
+        return ArgumentDoesNotFit(mask(str(exc)))
     if isinstance(exc, asyncpg.exceptions.PostgresConnectionError) and STATEMENT_POOLING in str(exc):
         # PgBouncer's only word for it.
-        return DatabaseRefused(Reason.STATEMENT_POOLER, exc.sqlstate, server_words(exc))
+        return DatabaseRefused(Reason.STATEMENT_POOLER, exc.sqlstate, server_words(exc, mask))
     if isinstance(exc, asyncpg.PostgresError):
         table = row_security_table(exc)
         if table is not None:
-            return RowSecurityRefused(table, exc.sqlstate, server_words(exc))
+            return RowSecurityRefused(table, exc.sqlstate, server_words(exc, mask))
         reason = next((reason for kind, reason in REASONS if isinstance(exc, kind)), Reason.SQL_ERROR)
-        return DatabaseRefused(reason, exc.sqlstate, server_words(exc))
+        return DatabaseRefused(reason, exc.sqlstate, server_words(exc, mask))
     if isinstance(exc, asyncpg.exceptions.InternalClientError):
         # A connection the server dropped mid-conversation (a crash, a kill) can be
         # left in a protocol state asyncpg refuses to use; it is replaced.
-        return DatabaseConnectionBroken(str(exc))
+        return DatabaseConnectionBroken(mask(str(exc)))
     if isinstance(exc, asyncpg.InterfaceError):
-        return DatabaseConnectionBroken(f"{type(exc).__name__}: {exc}")
+        return DatabaseConnectionBroken(mask(f"{type(exc).__name__}: {exc}"))
     return exc
 
 
-def server_words(exc: BaseException) -> str:
-    """A server's error on one line: SQLSTATE, message and detail, never the hint
-    (the driver's hints are advice for its own users, over many lines)."""
+def server_words(exc: BaseException, mask: Mask = unmasked) -> str:
+    """A server's error on one line through `mask`: SQLSTATE, message and detail, never
+    the hint (the driver's hints are advice for its own users, over many lines)."""
     message = str(exc.args[0]) if exc.args else type(exc).__name__
     detail = getattr(exc, "detail", None)
     text = f"{message} ({detail})" if detail else message
-    one_line = " ".join(text.split())
+    one_line = mask(" ".join(text.split()))
     sqlstate = getattr(exc, "sqlstate", None)
     return f"{sqlstate}: {one_line}" if sqlstate else one_line
 
 
 @contextlib.contextmanager
-def typed_errors() -> Iterator[None]:
-    """Re-raise asyncpg's exceptions as the exporter's typed errors."""
+def typed_errors(mask: Mask) -> Iterator[None]:
+    """Re-raise asyncpg's exceptions as the exporter's typed errors, their words through `mask`."""
     try:
         yield
     except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
-        raise translated(exc) from exc
+        raise translated(exc, mask) from exc

@@ -2,7 +2,10 @@
 userinfo, or a query parameter such as `?password=`), and URLs that cannot be
 read one way refused, for both sources. A URL in a message is rebuilt from the
 parts that parsed (mask_url); an error text from a library is shown only when
-it quotes nothing that may be a secret (quotes, secret_texts).
+it quotes nothing that may be a secret (quotes, secret_texts). A server's error
+text is shown with every piece of a credential the exporter was given masked
+(server_secrets, masked): the user name included when the URL gives no
+password beside it, for then it may be a password put in the user's place.
 
 A password left unencoded can swallow what follows it, or be swallowed by it:
 `?password=ab#cd` loses `#cd` as a fragment, `?password=ab&cd=ef` reads `cd`
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 MASK = "***"
 UNSHOWN = "(rest not shown: it does not parse one way)"
@@ -169,3 +172,65 @@ def ambiguity(url: str, parameters: Collection[str]) -> str | None:
         seen.add(name)
         after_credential = after_credential or (bool(eq) and is_credential(key))
     return None
+
+
+def _user_alone(url: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The user name, from the userinfo, `?user=` or PGUSER, when the URL gives no password
+    beside it (no `user:password@`, no `?password=`): then it may be a password."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return ()
+    userinfo = parts.netloc.rpartition("@")[0]
+    pairs = [pair.partition("=") for pair in parts.query.split("&") if pair]
+    if ":" in userinfo or any(is_credential(key) for key, _eq, _value in pairs):
+        return ()
+    users = [userinfo] + [value for key, _eq, value in pairs if urllib.parse.unquote_plus(key) == "user"]
+    if not any(users):
+        users.append(env.get("PGUSER", ""))
+    return tuple(text for raw in users if raw for text in {raw, urllib.parse.unquote_plus(raw)})
+
+
+def server_secrets(url: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """What a server's error text must not show of what the exporter was given: every
+    part of `url` that may hold a password (secret_texts, but of `user:password@` the
+    password alone: the URL was read one way at load), and the user name when it is the
+    only credential the URL gives (_user_alone)."""
+    texts = secret_texts(url)
+    if ambiguous_authority(url):
+        return texts
+    try:
+        userinfo = urllib.parse.urlsplit(url).netloc.rpartition("@")[0]
+    except ValueError:  # secret_texts holds all of it
+        return texts
+    _user, colon, password = userinfo.partition(":")
+    if colon:
+        whole = {userinfo, urllib.parse.unquote_plus(userinfo)}
+        passwords = {password, urllib.parse.unquote(password), urllib.parse.unquote_plus(password)} - {""}
+        texts = tuple(text for text in texts if text not in whole) + tuple(sorted(passwords))
+    return texts + _user_alone(url, env)
+
+
+def masked(message: str, texts: Iterable[str]) -> str:
+    """`message` with every piece `quotes` would find (4 characters, or a whole shorter
+    text of 2 or 3) of any of `texts` replaced, each run of them by one MASK."""
+    hidden = [False] * len(message)
+    for text in texts:
+        width = min(QUOTED_PIECE, len(text))
+        if width < 2:
+            continue
+        for start in range(len(text) - width + 1):
+            piece = text[start : start + width]
+            at = message.find(piece)
+            while at != -1:
+                hidden[at : at + width] = [True] * width
+                at = message.find(piece, at + 1)
+    if not any(hidden):
+        return message
+    shown: list[str] = []
+    for index, char in enumerate(message):
+        if not hidden[index]:
+            shown.append(char)
+        elif index == 0 or not hidden[index - 1]:
+            shown.append(MASK)
+    return "".join(shown)

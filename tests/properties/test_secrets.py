@@ -1,9 +1,13 @@
 """No output ever holds a piece of a password: generated passwords (reserved
 characters, fullwidth look-alikes, any Unicode) in every credential position
-(each URL form, query parameter, URL file, environment variable, web config),
-through what check-config prints (text and JSON), what diagnose prints before it
-connects, and what serve logs (text and JSON) and serves on its page for a
-refresh against sources that refuse the connection.
+(each URL form, query parameter, URL file, environment variable, web config
+value, key, YAML tag, a user and its hash swapped), through what check-config
+prints (text and JSON), what diagnose prints before it connects, and what serve
+logs (text and JSON) and serves on its page for a refresh against sources that
+refuse the connection; and, against a real PostgreSQL that refuses the login,
+the password put where the user name goes (the userinfo, `?user=`, PGUSER),
+which the server's error quotes back ("password authentication failed for
+user ...").
 
 A piece is any 4 characters of the password. What the exporter prints of its
 own (a scheme, a word) is told apart from a leak by its twin: the same
@@ -30,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
+from devkit.servers import PostgresServer
 from exporter import logs
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.loading import load
@@ -117,10 +122,19 @@ def _pgpassword(password: str, _directory: Path) -> Given:
     return Given({"database_url": f"postgresql://u@{HOST}/db"}, {"PGPASSWORD": password}, {})
 
 
-def _web_config(password: str, directory: Path) -> Given:
-    path = directory / "web.yml"
-    document = f"basic_auth_users:\n  prometheus: {json.dumps(password)}\n"
-    return Given({"database_url": f"postgresql://u@{HOST}/db", "web_config_file": str(path)}, {}, {str(path): document})
+def _web(document: str) -> Position:
+    """A web config holding the password where `document` puts {p} (JSON-quoted) or {r} (raw)."""
+
+    def given_web(password: str, directory: Path) -> Given:
+        path = directory / "web.yml"
+        text = document.format(p=json.dumps(password), r=password, h=HASH)
+        return Given({"database_url": f"postgresql://u@{HOST}/db", "web_config_file": str(path)}, {}, {str(path): text})
+
+    return given_web
+
+
+# A bcrypt hash (cost 4) of another password: a user's hash, as the web config holds it.
+HASH = "$2b$04$2Wn7rQIr.2zMhiiS03S6w.ejhQucYV2HHOqH4.4cdQOHS.k9RWh.a"
 
 
 PG = f"postgresql://u:{{p}}@{HOST}/db"
@@ -153,7 +167,16 @@ POSITIONS: dict[str, Position] = {
     "unix socket userinfo": _url("redis_url", "unix://:{p}@/tmp/no-such.sock"),
     "REDIS_URL": _env("REDIS_URL", f"redis://:{{p}}@{HOST}/0"),
     "redis file": _file("redis_url_file", f"redis://:{{p}}@{HOST}/0"),
-    "web config hash": _web_config,
+    "web config hash": _web("basic_auth_users:\n  prometheus: {p}\n"),
+    "web config tag": _web("basic_auth_users:\n  prometheus: !{r}\n"),
+    "web config raw value": _web("basic_auth_users:\n  prometheus: {r}\n"),
+    "web config user": _web("basic_auth_users:\n  {p}: '{h}'\n"),
+    "web config user and hash swapped": _web("basic_auth_users:\n  '{h}': {p}\n"),
+    "web config password as a user": _web("basic_auth_users:\n  {p}: prometheus\n"),
+    "web config key": _web("{p}: 1\n"),
+    "web config header": _web("http_server_config:\n  headers:\n    {p}: deny\n"),
+    "web config header value": _web("http_server_config:\n  headers:\n    X-Frame-Options: {p}\n"),
+    "web config TLS version": _web("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: {p}\n"),
 }
 
 
@@ -216,6 +239,10 @@ async def _serve_once(settings: Settings) -> str:
 
 
 def outputs(given: Given, directory: Path) -> str:
+    return _outputs(given, directory, _only_local)
+
+
+def _outputs(given: Given, directory: Path, serves: Callable[[Settings], bool]) -> str:
     """Everything check-config, diagnose (before it connects) and one serve refresh print."""
     for path, text in given.files.items():
         Path(path).write_text(text, encoding="utf-8")
@@ -230,7 +257,7 @@ def outputs(given: Given, directory: Path) -> str:
             printed.append(f"PostgreSQL {redact_url(settings.database_url)}")
         if settings.redis_url is not None:
             printed.append(f"Redis {shown(settings.redis_url)}: {parse_redis_url(settings.redis_url).describe()}")
-        if _only_local(settings):
+        if serves(settings):
             event("served")
             printed.append(asyncio.run(_serve_once(settings)))
         return "\n".join([*printed, *logged.lines])
@@ -256,5 +283,41 @@ def test_no_output_holds_a_piece_of_the_password(directory: Path, position: str,
     place = POSITIONS[position]
     output = outputs(place(password, directory), directory)
     twin_output = outputs(place(twin(password), directory), directory)
+    leaked = leaks(password, output, twin_output)
+    assert not leaked, f"{position}: {leaked} of the password shown in:\n{output}"
+
+
+# A password put where the user name goes, against a real server that refuses the
+# login: its error quotes the user name back, which the exporter masks.
+SERVER_POSITIONS: dict[str, Callable[[str, str], Given]] = {
+    "pg user alone": lambda server, password: Given(
+        {"database_url": f"postgresql://{_encoded(password)}@{server}/postgres"}, {}, {}
+    ),
+    "pg user alone, PGPASSWORD": lambda server, password: Given(
+        {"database_url": f"postgresql://{_encoded(password)}@{server}/postgres"}, {"PGPASSWORD": "not-it"}, {}
+    ),
+    "pg ?user alone": lambda server, password: Given(
+        {"database_url": f"postgresql://{server}/postgres?user={_encoded(password)}"}, {}, {}
+    ),
+    "PGUSER": lambda server, password: Given(
+        {"database_url": f"postgresql://{server}/postgres"}, {"PGUSER": password, "PGPASSWORD": "not-it"}, {}
+    ),
+}
+
+
+@settings(
+    max_examples=examples(fast=40, ci=600),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(position=st.sampled_from(sorted(SERVER_POSITIONS)), password=PASSWORDS)
+def test_no_server_error_quotes_a_password_put_in_the_user_place(
+    pg_server: PostgresServer, directory: Path, position: str, password: str
+) -> None:
+    assume("\x00" not in password)  # no user name, environment or startup packet holds a NUL
+    server = pg_server.url().rpartition("@")[2].partition("/")[0]
+    place = SERVER_POSITIONS[position]
+    output = _outputs(place(server, password), directory, lambda _settings: True)
+    twin_output = _outputs(place(server, twin(password)), directory, lambda _settings: True)
     leaked = leaks(password, output, twin_output)
     assert not leaked, f"{position}: {leaked} of the password shown in:\n{output}"

@@ -16,8 +16,10 @@ from exporter.sources.url_secrets import (
     ambiguous_authority,
     is_credential,
     mask_url,
+    masked,
     quotes,
     secret_texts,
+    server_secrets,
 )
 
 # A password holding every character that ends a part of a URL, left unencoded.
@@ -208,3 +210,32 @@ def test_text_after_a_password_is_named_for_what_it_is(url: str) -> None:
         "the query holds text after a password that is not a known parameter, so the password may go on there: "
         + ENCODE
     )
+
+
+WORDS = '28P01: password authentication failed for user "{user}"'
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "user", "shown"),
+    [
+        # The user alone (the userinfo, ?user=, PGUSER): it may be a password, masked.
+        ("postgresql://Zq8kXw7v@h/db", {}, "Zq8kXw7v", 'for user "***"'),
+        ("postgresql://Zq8k%58w7v@h/db", {}, "Zq8kXw7v", 'for user "***"'),
+        ("postgresql://h/db?user=Zq8kXw7v", {}, "Zq8kXw7v", 'for user "***"'),
+        ("postgresql://h/db", {"PGUSER": "Zq8kXw7v"}, "Zq8kXw7v", 'for user "***"'),
+        # A password beside it: the user is a user, shown; the password is masked.
+        ("postgresql://exporter:Zq8kXw7v@h/db", {}, "exporter", 'for user "exporter"'),
+        ("postgresql://h/db?user=exporter&password=Zq8kXw7v", {}, "exporter", 'for user "exporter"'),
+        ("postgresql://exporter:Zq8kXw7v@h/db", {}, "exporter Zq8kXw7v", 'for user "exporter ***"'),
+    ],
+)
+def test_a_server_error_shows_no_credential_of_the_url(url: str, env: dict[str, str], user: str, shown: str) -> None:
+    words = masked(WORDS.format(user=user), server_secrets(url, env))
+    assert words.endswith(shown)
+    assert "Zq8k" not in words
+
+
+def test_masking_hides_every_piece_and_keeps_the_rest() -> None:
+    assert masked("abcdefgh xyz", ["zzcdefzz"]) == "ab***gh xyz"
+    assert masked("nothing here", ["Zq8kXw7v"]) == "nothing here"
+    assert masked("a b", ["b"]) == "a b"  # a one-character text is nobody's piece
