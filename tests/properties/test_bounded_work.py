@@ -85,8 +85,8 @@ class Work:
 @contextmanager
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Work]:
     work = Work()
-    get_event = yaml.parser.Parser.get_event
-    get_token = yaml.scanner.Scanner.get_token
+    get_event: Callable[[Any], Any] = yaml.parser.Parser.get_event
+    get_token: Callable[[Any], Any] = yaml.scanner.Scanner.get_token
 
     def counted_event(parser: Any) -> Any:
         work.events += 1
