@@ -6,11 +6,32 @@ uvicorn's keep-alive timeout only runs between requests, and httptools takes
 request lines and headers of any size; without these limits a client that
 sends half a request (or nothing) holds a connection forever, and enough of
 them starve the scraper.
+
+The size limit holds as bytes arrive: httptools keeps a header it has not seen
+the end of in a buffer it copies on every read, so a header value that never
+ends would be buffered (and copied) until the head timeout; here the bytes of
+a head are counted in data_received, before the parser sees them, and the
+connection is answered 400 and closed once they pass the limit, whatever the
+header they belong to (plain and TLS alike: TLS hands over the decrypted bytes).
+
+An idle keep-alive connection closes at its timeout whatever trickles in:
+uvicorn cancels the timer on any byte received, so a CRLF every few seconds
+(which the parser skips between requests), or the body bytes of a GET already
+answered, kept it open for ever; here only the start of a new request does.
+
+An `Upgrade:` request (no WebSocket is served) is answered as plain HTTP and
+the connection closed after the answer, since nothing after it can be parsed
+as HTTP; without uvicorn's two WARNING lines advising a WebSocket library.
+Malformed requests are logged at most once a minute per client address, with
+the count of those not logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from collections import OrderedDict
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -18,20 +39,54 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from exporter.http.connections import ConnectionBook
 
 MAX_HEAD_BYTES = 16 * 1024
+# What a head holds beyond what the limit counts (the URL, and each header's name and
+# value plus 4): the method, the version, the line ends, spaces around values.
+HEAD_SLACK_BYTES = 256
+# Between two logged malformed requests of one client address; the addresses remembered.
+WARNING_INTERVAL_SECONDS = 60.0
+WARNED_PEERS = 1024
+INVALID_REQUEST = "Invalid HTTP request received."
 
 
 class RequestHeadTooLarge(httptools.HttpParserError):
     """Raised from a parser callback; uvicorn answers 400 and closes."""
 
 
+class PeerWarnings:
+    """Malformed-request warnings, at most one per client address per interval; the
+    ones not logged are counted into the next. Bounded: the oldest address is forgotten."""
+
+    def __init__(self, interval: float = WARNING_INTERVAL_SECONDS, peers: int = WARNED_PEERS) -> None:
+        self.interval = interval
+        self.peers = peers
+        self._last: OrderedDict[str, tuple[float, int]] = OrderedDict()
+
+    def warn(self, logger: logging.Logger, peer: str, message: str) -> None:
+        now = time.monotonic()
+        last, unlogged = self._last.get(peer, (None, 0))
+        if last is not None and now - last < self.interval:
+            self._last[peer] = (last, unlogged + 1)
+            return
+        self._last.pop(peer, None)
+        self._last[peer] = (now, 0)
+        while len(self._last) > self.peers:
+            self._last.popitem(last=False)
+        more = f" ({unlogged} more from it since, not logged)" if unlogged else ""
+        logger.warning("%s (from %s%s)", message, peer, more)
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     head_timeout: float  # set by bounded_protocol, from --web.request-head-timeout
     max_head_bytes = MAX_HEAD_BYTES
     book: ConnectionBook | None = None
+    warnings: PeerWarnings  # one per server, set by bounded_protocol
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._head_bytes = 0
+        self._in_head = True  # the bytes received are (or start) a request head
+        self._arrived = 0  # the bytes of the head in progress received so far
+        self._upgraded = False
         self._head_timer: asyncio.TimerHandle | None = None
         if self.book is not None and not self.book.opened(self):
             transport.close()  # at the cap and every connection busy
@@ -58,6 +113,40 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.close()
 
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, with the head counted before the parser sees it, and the keep-alive
+        timer left running (only a request's start stops it: on_message_begin)."""
+        if self._upgraded or self.transport.is_closing():
+            return  # nothing after an Upgrade request is HTTP: the connection closes after its answer
+        if self._in_head:
+            allowance = self.max_head_bytes + HEAD_SLACK_BYTES - self._arrived
+            if len(data) > allowance:
+                self._feed(data[:allowance])
+                if self._in_head and not self.transport.is_closing():
+                    self._refuse(f"request head over {self.max_head_bytes} bytes")
+                elif not self.transport.is_closing():
+                    self.data_received(data[allowance:])
+                return
+            self._arrived += len(data)
+        self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._upgraded = True
+            if self.cycle is not None:
+                self.cycle.keep_alive = False  # answered as plain HTTP, then closed
+        except RequestHeadTooLarge as exc:
+            self._refuse(str(exc))
+        except httptools.HttpParserError:
+            self._refuse(INVALID_REQUEST)
+
+    def _refuse(self, why: str) -> None:
+        peer = self.client[0] if self.client else "an unknown address"
+        self.warnings.warn(self.logger, peer, why)
+        self.send_400_response(INVALID_REQUEST)
+
     def _count(self, size: int) -> None:
         self._head_bytes += size
         if self._head_bytes > self.max_head_bytes:
@@ -65,7 +154,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._unset_keepalive_if_required()  # a request starts: not idle any more
         self._head_bytes = 0
+        self._in_head = True
         self._arm_head_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -78,9 +169,16 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_head_timer()
+        self._in_head = False
         if self.book is not None:
             self.book.busy(self)
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        # What follows is the next request's head (CRLFs the parser skips included).
+        self._in_head = True
+        self._arrived = 0
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -102,4 +200,5 @@ def bounded_protocol(book: ConnectionBook | None, head_timeout: float) -> type[B
 
     Protocol.book = book
     Protocol.head_timeout = head_timeout
+    Protocol.warnings = PeerWarnings()
     return Protocol

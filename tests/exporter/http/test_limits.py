@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import ssl
 from collections.abc import AsyncIterator
 
 import pytest
+import trustme
 import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
 from exporter.http.connections import ConnectionBook
-from exporter.http.limits import MAX_HEAD_BYTES, bounded_protocol
+from exporter.http.limits import HEAD_SLACK_BYTES, INVALID_REQUEST, MAX_HEAD_BYTES, PeerWarnings, bounded_protocol
 
 pytestmark = pytest.mark.anyio
 
@@ -42,9 +45,32 @@ class App:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
+CA = trustme.CA()
+SERVER_CERT = CA.issue_cert("127.0.0.1")
+
+
+def server_tls() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    SERVER_CERT.configure_cert(context)
+    return context
+
+
+def client_tls() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    CA.configure_trust(context)
+    return context
+
+
 @contextlib.asynccontextmanager
-async def serving(app: App, book: ConnectionBook | None = None, head_timeout: float = WITHIN) -> AsyncIterator[int]:
-    """The port of a server of `app` with the bounded protocol, as uvicorn builds it."""
+async def serving(
+    app: App,
+    book: ConnectionBook | None = None,
+    head_timeout: float = WITHIN,
+    keep_alive: int = 60,
+    tls: ssl.SSLContext | None = None,
+) -> AsyncIterator[int]:
+    """The port of a server of `app` with the bounded protocol, as uvicorn builds it
+    (the keep-alive timeout longer than any test unless given; over TLS if given)."""
     config = uvicorn.Config(
         app,
         http=bounded_protocol(book, head_timeout),
@@ -52,7 +78,7 @@ async def serving(app: App, book: ConnectionBook | None = None, head_timeout: fl
         lifespan="off",
         log_config=None,
         access_log=False,
-        timeout_keep_alive=60,  # longer than any test: only the head timeout closes a connection here
+        timeout_keep_alive=keep_alive,
     )
     config.load()
     state = ServerState()
@@ -62,6 +88,7 @@ async def serving(app: App, book: ConnectionBook | None = None, head_timeout: fl
         lambda: protocol(config=config, server_state=state, app_state={}, _loop=loop),  # type: ignore[call-arg]
         "127.0.0.1",
         0,
+        ssl=tls,
     )
     try:
         yield server.sockets[0].getsockname()[1]
@@ -78,8 +105,8 @@ class Client:
         self.writer = writer
 
     @classmethod
-    async def connect(cls, port: int) -> Client:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async def connect(cls, port: int, tls: ssl.SSLContext | None = None) -> Client:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
         return cls(reader, writer)
 
     async def response(self) -> tuple[int, bytes]:
@@ -236,3 +263,108 @@ async def test_a_connection_closed_by_its_client_leaves_the_book() -> None:
         await answered.close()
         assert await book_holds(book, 0)
     assert book.shed_total == 0
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+@pytest.mark.parametrize("chunk", [7, 4096])
+async def test_a_header_that_never_ends_is_refused_as_its_bytes_pass_the_limit(tls: bool, chunk: int) -> None:
+    """The header's end never comes, so the parser never hands it over: the bytes are
+    counted as they arrive. (Before: buffered until the head timeout, 57 MB and more.)"""
+    app = App()
+    async with serving(app, tls=server_tls() if tls else None) as port:
+        client = await Client.connect(port, client_tls() if tls else None)
+        head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Fill: "
+        head += b"a" * (MAX_HEAD_BYTES + HEAD_SLACK_BYTES + 1 - len(head))
+        for start in range(0, len(head), chunk):
+            client.writer.write(head[start : start + chunk])
+            await client.writer.drain()
+        status, body = await client.response()
+        assert (status, body) == (400, INVALID_REQUEST.encode())
+        assert await client.closed_by_server()
+    assert app.requests == 0
+
+
+async def trickled_until_closed(client: Client, data: bytes) -> bool:
+    """`data` written again and again, a pause between, until the server closes the connection."""
+    async with asyncio.timeout(WITHIN):
+        while True:
+            try:
+                client.writer.write(data)
+                await client.writer.drain()
+                if await asyncio.wait_for(client.reader.read(65536), KEEP_ALIVE / 4) == b"":
+                    return True
+            except TimeoutError:  # nothing came back yet: write again
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+
+
+KEEP_ALIVE = 1  # seconds (uvicorn takes whole seconds)
+GET = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("request_head", "trickle"),
+    [
+        (GET, b"\r\n"),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", b"a"),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\na\r\n"),
+    ],
+    ids=["line ends", "body bytes", "body chunks"],
+)
+async def test_an_idle_kept_connection_closes_at_its_timeout_whatever_trickles_in(
+    request_head: bytes, trickle: bytes
+) -> None:
+    app = App()
+    async with serving(app, keep_alive=KEEP_ALIVE) as port:
+        client = await Client.connect(port)
+        assert await client.request(request_head) == (200, b"ok")
+        assert await trickled_until_closed(client, trickle)
+        await client.close()
+    assert app.requests == 1
+
+
+async def test_an_upgrade_request_is_answered_as_plain_http_then_the_connection_closes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What follows an Upgrade request is not HTTP: the pipelined request is not left
+    waiting for ever, the client learns by the close to send it again."""
+    upgrade = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    app = App()
+    with caplog.at_level(logging.DEBUG):
+        async with serving(app) as port:
+            client = await Client.connect(port)
+            assert await client.request(upgrade + GET) == (200, b"ok")
+            assert await client.closed_by_server()
+    assert app.requests == 1
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+
+
+async def test_malformed_requests_of_one_client_are_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    async with serving(App()) as port:
+        for _ in range(5):
+            client = await Client.connect(port)
+            assert (await client.request(b"NOT HTTP\r\n\r\n"))[0] == 400
+            assert await client.closed_by_server()
+    warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert warnings == [f"{INVALID_REQUEST} (from 127.0.0.1)"]
+
+
+def test_the_warnings_not_logged_are_counted_into_the_next(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("tests.limits")
+    every = PeerWarnings(interval=0.0)
+    quiet = PeerWarnings(interval=3600.0, peers=1)
+    with caplog.at_level(logging.WARNING, logger="tests.limits"):
+        quiet.warn(logger, "10.0.0.1", "bad")
+        quiet.warn(logger, "10.0.0.1", "bad")  # within the interval: counted
+        quiet.warn(logger, "10.0.0.2", "bad")  # another client: logged, and the first forgotten (one kept)
+        quiet.warn(logger, "10.0.0.1", "bad")  # forgotten: logged again
+        every.warn(logger, "10.0.0.3", "bad")
+        every.warn(logger, "10.0.0.3", "bad")
+    assert [record.getMessage() for record in caplog.records] == [
+        "bad (from 10.0.0.1)",
+        "bad (from 10.0.0.2)",
+        "bad (from 10.0.0.1)",
+        "bad (from 10.0.0.3)",
+        "bad (from 10.0.0.3)",
+    ]
