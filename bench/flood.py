@@ -11,7 +11,18 @@ connection for every scrape, every 0.1 s):
 - churn-idle: default settings: 10,000 idle connections closed after the 5 s
   head timeout and reopened at once, as a reconnecting client does;
 - capped: --web.max-connections 2000 under the 10,000 idle connections: the
-  longest idle are shed.
+  longest idle are shed;
+- stream: clients sending a header value that never ends, as fast as the
+  socket takes it (default settings: each is refused once its head passes
+  16 KiB, and reconnects);
+- crlf: clients answered once, then sending a line end every second (default
+  settings: each is closed at the 15 s keep-alive timeout, and reconnects).
+
+The hostile clients of issue #41 are measured with a few of them, not 10,000:
+
+    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 1 --seconds 20
+    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 10 --seconds 20
+    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 100 --seconds 20
 
 Unloaded figures come from the same process in the same run, just before the
 flood. The flood runs in its own process (devkit/flood.py).
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -41,6 +53,8 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "held-trickle": ("trickle", ["--web.request-head-timeout", "600"]),
     "churn-idle": ("idle", []),
     "capped": ("idle", ["--web.max-connections", "2000"]),
+    "stream": ("stream", []),
+    "crlf": ("crlf", []),
 }
 
 
@@ -97,13 +111,13 @@ def main() -> int:
     unknown = [name for name in scenarios if name not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenarios {unknown} (known: {', '.join(SCENARIOS)})")
-    print(f"{args.connections} connections, {args.seconds:g} s held\n\n{HEADER}", flush=True)
+    print(f"{args.connections} connections, {args.seconds:g} s held, load {os.getloadavg()}\n\n{HEADER}", flush=True)
     log_dir = Path(tempfile.mkdtemp(prefix="bench-flood-"))
     results = asyncio.run(run(scenarios, args.connections, args.seconds, log_dir))
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"flood-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nresults: {path}")
+    print(f"\nload at the end {os.getloadavg()}; results: {path}")
     complete = all(r["scrapes"] == r["scrapes_200"] and r["ramp_scrapes"] == r["ramp_scrapes_200"] for r in results)
     return 0 if complete else 1
 

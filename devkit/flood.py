@@ -2,11 +2,13 @@
 event loop (or a core's worth of scheduling) with the scraper measuring it.
 
 `count` TCP connections to 127.0.0.1:PORT, held open: idle (nothing sent),
-or trickling (a request head that never ends, one byte a second). A connection
-the server closes is opened again at once, as a client that reconnects would.
-Prints one JSON line of figures when done.
+trickling (a request head that never ends, one byte a second), streaming (a
+header value that never ends, sent as fast as the socket takes it) or crlf
+(one request answered, then a line end every second, which a parser skips
+between requests). A connection the server closes is opened again at once, as
+a client that reconnects would. Prints one JSON line of figures when done.
 
-    python -m devkit.flood PORT COUNT idle|trickle SECONDS
+    python -m devkit.flood PORT COUNT idle|trickle|stream|crlf SECONDS
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ import httpx
 # Connections being opened at once: the listen backlog is not flooded with SYNs beyond it.
 CONNECTING_AT_ONCE = 512
 TRICKLE_HEAD = b"GET /metrics HTTP/1.1\r\nHost: flood\r\nX-Trickle: " + b"a" * 4000
+STREAM_HEAD = b"GET /metrics HTTP/1.1\r\nHost: flood\r\nX-Stream: "
+STREAM_CHUNK = b"a" * 65536
+ANSWERED = b"GET /-/healthy HTTP/1.1\r\nHost: flood\r\n\r\n"
+MODES = ("idle", "trickle", "stream", "crlf")
 
 
 @dataclass
@@ -87,6 +93,23 @@ async def flood(plan: FloodPlan) -> FloodFigures:
                 if plan.mode == "idle":
                     # Asleep until the server closes it: an idle flood costs its own process nothing.
                     await reader.read(4096)
+                elif plan.mode == "stream":
+                    writer.write(STREAM_HEAD)
+                    while not stop.is_set():
+                        writer.write(STREAM_CHUNK)
+                        figures.bytes_sent += len(STREAM_CHUNK)
+                        await writer.drain()  # raises once the server has closed the connection
+                elif plan.mode == "crlf":
+                    writer.write(ANSWERED)
+                    await reader.readuntil(b"\r\n\r\n")
+                    while not stop.is_set():
+                        writer.write(b"\r\n")
+                        figures.bytes_sent += 2
+                        try:
+                            if await asyncio.wait_for(reader.read(4096), 1.0) == b"":
+                                break
+                        except TimeoutError:
+                            continue
                 else:
                     for sent in range(len(TRICKLE_HEAD)):
                         if stop.is_set():
@@ -99,7 +122,7 @@ async def flood(plan: FloodPlan) -> FloodFigures:
                         except TimeoutError:
                             continue
                 figures.closed_by_server += 1
-            except OSError:
+            except (OSError, asyncio.IncompleteReadError):
                 figures.closed_by_server += 1
             finally:
                 held -= 1
@@ -265,8 +288,8 @@ async def measure_flood(
 
 def main() -> None:
     port, count, mode, seconds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-    if mode not in ("idle", "trickle"):
-        raise SystemExit(f"mode must be idle or trickle, not {mode!r}")
+    if mode not in MODES:
+        raise SystemExit(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     raise_fd_limit()
     import uvloop
 

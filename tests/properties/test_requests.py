@@ -1,12 +1,18 @@
 """Generated request heads and credentials, at the app serve runs (proxy barrier,
 basic auth, extra headers, /metrics): every answer is 200, 401, 404 or 405, with
 a head HTTP allows; never a 500, never an exception. The password of a good
-login is the only one let in."""
+login is the only one let in.
+
+And on a real socket, the bounded protocol serve runs: generated clients that
+stream a header that never ends, trickle line ends or body bytes after an
+answer, pipeline behind an Upgrade, or send any bytes, in chunks of any size:
+each is answered 200 or refused 400, and closed within its time limits."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import string
 import urllib.parse
 from typing import NamedTuple
@@ -18,9 +24,11 @@ from hypothesis import strategies as st
 from starlette.types import ASGIApp, Message
 
 from exporter.http.app import create_app
+from exporter.http.limits import MAX_HEAD_BYTES
 from exporter.http.webconfig import WebConfig
 from exporter.loading import load
 from exporter.service import build_exporter
+from tests.exporter.http.test_limits import WITHIN, App, Client, serving
 from tests.hypotheses import examples
 
 USER, PASSWORD = "prometheus", "scrape-pass"
@@ -136,3 +144,61 @@ def test_every_request_is_answered_without_a_server_error(
     if answered.status == 200 and path == "/metrics":
         assert authorization is not None
         assert authorization.split() == GOOD.split()
+
+
+# --- On a real socket: streaming and trickling clients -------------------------------------------------------------
+
+HEAD_TIMEOUT = 0.3  # a head must arrive within this; an idle kept connection closes after KEEP_ALIVE
+KEEP_ALIVE = 1
+GET_HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+
+
+@st.composite
+def client_bytes(draw: st.DrawFn) -> bytes:
+    """What a client sends on one connection: requests whole or cut, a header that never
+    ends, line ends trickled after an answer, body bytes of a GET, an Upgrade, any bytes."""
+    kind = draw(st.sampled_from(["whole", "endless header", "line ends", "body", "upgrade", "any"]))
+    if kind == "whole":
+        return GET_HEAD + b"\r\n"
+    if kind == "endless header":
+        return GET_HEAD + b"X-Fill: " + b"a" * draw(st.integers(min_value=0, max_value=3 * MAX_HEAD_BYTES))
+    if kind == "line ends":
+        return GET_HEAD + b"\r\n" + b"\r\n" * draw(st.integers(min_value=1, max_value=2000))
+    if kind == "body":
+        length = draw(st.integers(min_value=1, max_value=100_000))
+        return GET_HEAD + f"Content-Length: {length}\r\n\r\n".encode() + b"b" * draw(st.integers(0, length - 1))
+    if kind == "upgrade":
+        return GET_HEAD + b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n" + GET_HEAD + b"\r\n"
+    return draw(st.binary(max_size=2 * MAX_HEAD_BYTES))
+
+
+async def conversation(data: bytes, chunk: int) -> tuple[list[int], bool]:
+    """The statuses answered to `data` written in chunks of `chunk` bytes, and whether
+    the server closed the connection (within WITHIN: a head timeout or a keep-alive later)."""
+    async with serving(App(), head_timeout=HEAD_TIMEOUT, keep_alive=KEEP_ALIVE) as port:
+        client = await Client.connect(port)
+        with contextlib.suppress(ConnectionError):
+            for start in range(0, len(data), chunk):
+                client.writer.write(data[start : start + chunk])
+                await client.writer.drain()
+        received = b""
+        closed = False
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            async with asyncio.timeout(WITHIN):
+                while chunk_read := await client.reader.read(65536):
+                    received += chunk_read
+                closed = True
+        await client.close()
+    statuses = [int(line.split(b" ")[1]) for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+    return statuses, closed
+
+
+@settings(max_examples=examples(fast=25, ci=300), deadline=None)
+@given(data=client_bytes(), chunk=st.integers(min_value=1, max_value=20_000))
+def test_every_connection_is_answered_or_refused_and_closed_in_bounded_time(data: bytes, chunk: int) -> None:
+    """Whatever a client streams or trickles, the server answers 200 or refuses with 400,
+    and closes the connection within its head timeout or keep-alive timeout (the wait
+    is far above both: a connection still open then is held for ever)."""
+    statuses, closed = asyncio.run(conversation(data, max(chunk, len(data) // 500)))
+    assert closed, statuses
+    assert set(statuses) <= {200, 400}, statuses
