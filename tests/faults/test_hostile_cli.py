@@ -6,7 +6,10 @@ command line, its exit code and everything it prints.
   traceback.
 - A generated password in a URL: `check-config` and `diagnose` print no 4
   characters of it (its twin, the same URL with other letters and digits, tells
-  the exporter's own words from a leak)."""
+  the exporter's own words from a leak).
+- A generated listen host (empty and 64-character labels, IDNA): `check-config`
+  and `serve` agree, and `healthcheck` refuses it in one line (exit 1, as for
+  any invalid setting), never a traceback."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.hypotheses import examples
-from tests.properties.test_configurations import DECLARATIONS, WEB, documents
+from tests.properties.test_configurations import DECLARATIONS, HOSTS, WEB, documents
 from tests.properties.test_secrets import PASSWORDS, leaks, twin
 
 # Nothing listens there: serve starts, every measurement is refused at once.
@@ -41,9 +44,9 @@ def check_config(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 
-def serve_start(*args: str) -> tuple[int | None, str]:
+def serve_start(*args: str, listen: str = "127.0.0.1:0") -> tuple[int | None, str]:
     """serve's exit code (None: it started, and was stopped) and what it printed up to then."""
-    command = [sys.executable, "-m", "exporter", "serve", *args, "--web.listen-address", "127.0.0.1:0"]
+    command = [sys.executable, "-m", "exporter", "serve", *args, "--web.listen-address", listen]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
         assert process.stdout is not None
         printed = []
@@ -89,6 +92,28 @@ def test_check_config_and_serve_agree_on_a_declarations_file(directory: Path, te
 @given(text=documents(WEB))
 def test_check_config_and_serve_agree_on_a_web_config(directory: Path, text: str) -> None:
     assert_agree("--web.config.file", directory / "web.yml", text)
+
+
+@few(fast=4, ci=12)
+@given(host=HOSTS.filter(lambda host: "\x00" not in host))
+def test_check_config_serve_and_healthcheck_refuse_a_listen_host_alike(host: str) -> None:
+    checked = check_config(*SOURCES, "--web.listen-address", f"{host}:0")
+    code, served = serve_start(*SOURCES, listen=f"{host}:0")
+    health = subprocess.run(
+        [sys.executable, "-m", "exporter", "healthcheck", "--web.listen-address", f"{host}:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    for output in (checked.stdout + checked.stderr, served, health.stdout + health.stderr):
+        assert "Traceback" not in output, output
+    if checked.returncode == 0:
+        assert code is None, served
+    else:
+        assert (checked.returncode, code, health.returncode) == (2, 2, 1), served
+        assert served == checked.stderr
+        assert len(health.stderr.splitlines()) == 1, health.stderr
 
 
 def printed(url: str) -> str:
