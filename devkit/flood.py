@@ -14,6 +14,7 @@ a client that reconnects would. Prints one JSON line of figures when done.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import resource
@@ -21,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -60,6 +61,26 @@ def raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+async def _trickled(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    pieces: Iterable[bytes],
+    figures: FloodFigures,
+    stop: asyncio.Event,
+) -> None:
+    """`pieces` written one a second, until they end, the server closes the connection or the flood stops."""
+    for piece in pieces:
+        if stop.is_set():
+            return
+        writer.write(piece)
+        figures.bytes_sent += len(piece)
+        try:
+            if await asyncio.wait_for(reader.read(4096), 1.0) == b"":
+                return
+        except TimeoutError:
+            continue
 
 
 async def flood(plan: FloodPlan) -> FloodFigures:
@@ -102,25 +123,10 @@ async def flood(plan: FloodPlan) -> FloodFigures:
                 elif plan.mode == "crlf":
                     writer.write(ANSWERED)
                     await reader.readuntil(b"\r\n\r\n")
-                    while not stop.is_set():
-                        writer.write(b"\r\n")
-                        figures.bytes_sent += 2
-                        try:
-                            if await asyncio.wait_for(reader.read(4096), 1.0) == b"":
-                                break
-                        except TimeoutError:
-                            continue
+                    await _trickled(reader, writer, itertools.repeat(b"\r\n"), figures, stop)
                 else:
-                    for sent in range(len(TRICKLE_HEAD)):
-                        if stop.is_set():
-                            break
-                        writer.write(TRICKLE_HEAD[sent : sent + 1])
-                        figures.bytes_sent += 1
-                        try:
-                            if await asyncio.wait_for(reader.read(4096), 1.0) == b"":
-                                break
-                        except TimeoutError:
-                            continue
+                    pieces = (TRICKLE_HEAD[sent : sent + 1] for sent in range(len(TRICKLE_HEAD)))
+                    await _trickled(reader, writer, pieces, figures, stop)
                 figures.closed_by_server += 1
             except (OSError, asyncio.IncompleteReadError):
                 figures.closed_by_server += 1

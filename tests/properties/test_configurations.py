@@ -286,41 +286,35 @@ def examples_of(fast: int, ci: int) -> settings:
     )
 
 
+def loaded_file(path: Path, text: str, values: dict[str, str]) -> Settings | None:
+    """`text` written to `path`, loaded with `values` (see loaded); the outcome counted as an event."""
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    settings = loaded(values)
+    event("loaded" if settings is not None else "refused")
+    return settings
+
+
 @examples_of(fast=150, ci=2500)
 @given(text=documents(DECLARATIONS))
 def test_a_declarations_file_loads_into_what_serve_renders_or_is_refused_in_one_line(
     directory: Path, text: str
 ) -> None:
     path = directory / "backlogs.yml"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    settings = loaded({**SOURCES, "backlogs_file": str(path)})
-    event("loaded" if settings is not None else "refused")
+    settings = loaded_file(path, text, {**SOURCES, "backlogs_file": str(path)})
     if settings is not None:
         page = served_page(settings)
         for backlog in settings.backlogs:
             assert f'signal="{backlog.name}"' in page
 
 
-@examples_of(fast=100, ci=1500)
-@given(text=documents(WEB))
+@examples_of(fast=150, ci=2500)
+@given(text=st.one_of(documents(WEB), documents(WEB_TLS)))
 def test_a_web_config_loads_into_an_app_that_answers_or_is_refused_in_one_line(directory: Path, text: str) -> None:
+    """What loads answers requests, and shakes hands over TLS when it has TLS."""
     path = directory / "web.yml"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    settings = loaded({**SOURCES, "signals": "audit_chain", "web_config_file": str(path)})
-    event("loaded" if settings is not None else "refused")
+    settings = loaded_file(path, text, {**SOURCES, "signals": "audit_chain", "web_config_file": str(path)})
     if settings is not None:
         asyncio.run(first_requests(settings))
-
-
-@examples_of(fast=100, ci=1500)
-@given(text=documents(WEB_TLS))
-def test_a_tls_web_config_loads_into_a_context_that_shakes_hands_or_is_refused_in_one_line(
-    directory: Path, text: str
-) -> None:
-    path = directory / "web-tls.yml"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    settings = loaded({**SOURCES, "signals": "audit_chain", "web_config_file": str(path)})
-    event("loaded" if settings is not None else "refused")
     if settings is not None and settings.web.tls is not None:
         event(f"handshake {handshake(settings.web.tls, directory / 'ca.crt')}")
 
