@@ -46,7 +46,15 @@ class TlsUvicornConfig(uvicorn.Config):
         super().__init__(app, ssl_certfile=tls.cert_file, ssl_keyfile=tls.key_file, **kwargs)
 
     def load(self) -> None:
-        super().load()
+        # uvicorn would load the key itself first, with no pass-phrase callback: an
+        # encrypted key (swapped in since the web config was checked) would prompt on
+        # the terminal. Hidden from it while it loads; the context is ours.
+        files = self.ssl_certfile, self.ssl_keyfile
+        self.ssl_certfile = self.ssl_keyfile = None
+        try:
+            super().load()
+        finally:
+            self.ssl_certfile, self.ssl_keyfile = files
         self.ssl: ssl.SSLContext | None = self.make_context()
 
 
