@@ -92,7 +92,7 @@ def server_words(exc: BaseException, mask: Mask = unmasked) -> str:
     message = str(exc.args[0]) if exc.args else type(exc).__name__
     detail = getattr(exc, "detail", None)
     text = f"{message} ({detail})" if detail else message
-    one_line = mask(" ".join(text.split()))
+    one_line = " ".join(mask(text).split())  # masked as the server wrote it, tabs and all
     sqlstate = getattr(exc, "sqlstate", None)
     return f"{sqlstate}: {one_line}" if sqlstate else one_line
 

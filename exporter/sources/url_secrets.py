@@ -22,6 +22,8 @@ from collections.abc import Collection, Iterable, Mapping
 MASK = "***"
 UNSHOWN = "(rest not shown: it does not parse one way)"
 QUOTED_PIECE = 4
+# The shortest run of a credential a server's echo of it is recognised by (or the whole credential).
+ECHOED = 8
 SHOWN_SCHEMES = frozenset(
     {
         "postgresql",
@@ -212,19 +214,28 @@ def server_secrets(url: str, env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def masked(message: str, texts: Iterable[str]) -> str:
-    """`message` with every piece `quotes` would find (4 characters, or a whole shorter
-    text of 2 or 3) of any of `texts` replaced, each run of them by one MASK."""
+    """`message` with every echo of any of `texts` replaced by one MASK: each run of the
+    message that is a piece of a text, at least ECHOED characters long (or the whole
+    text, when shorter). A server echoes what it was given whole (a user name, cut at
+    63 bytes at most), so a short run a word of its own happens to share with a password
+    ("assw" of "password") is left as it is."""
     hidden = [False] * len(message)
     for text in texts:
-        width = min(QUOTED_PIECE, len(text))
-        if width < 2:
+        need = min(ECHOED, len(text))
+        if need < 2:
             continue
-        for start in range(len(text) - width + 1):
-            piece = text[start : start + width]
-            at = message.find(piece)
+        for start in range(len(text) - need + 1):
+            at = message.find(text[start : start + need])
             while at != -1:
-                hidden[at : at + width] = [True] * width
-                at = message.find(piece, at + 1)
+                length = need
+                while (
+                    at + length < len(message)
+                    and start + length < len(text)
+                    and message[at + length] == text[start + length]
+                ):
+                    length += 1
+                hidden[at : at + length] = [True] * length
+                at = message.find(text[start : start + need], at + 1)
     if not any(hidden):
         return message
     shown: list[str] = []

@@ -235,7 +235,13 @@ def test_a_server_error_shows_no_credential_of_the_url(url: str, env: dict[str, 
     assert "Zq8k" not in words
 
 
-def test_masking_hides_every_piece_and_keeps_the_rest() -> None:
-    assert masked("abcdefgh xyz", ["zzcdefzz"]) == "ab***gh xyz"
-    assert masked("nothing here", ["Zq8kXw7v"]) == "nothing here"
-    assert masked("a b", ["b"]) == "a b"  # a one-character text is nobody's piece
+def test_masking_hides_every_echo_and_keeps_the_server_words() -> None:
+    secret = "Secr3tPassw0rd"
+    # Whole, cut (PostgreSQL keeps 63 bytes of a name), or in the middle of other text.
+    assert masked(f'user "{secret}"', [secret]) == 'user "***"'
+    assert masked(f'user "{secret[:9]}"', [secret]) == 'user "***"'
+    assert masked(f"x{secret[3:]}y", [secret]) == "x***y"
+    # A short text is masked whole; a run shorter than 8 of a longer one is the server's own.
+    assert masked('role "bob7" does not exist', ["bob7"]) == 'role "***" does not exist'
+    assert masked("password authentication failed", [secret]) == "password authentication failed"
+    assert masked("a b", ["b"]) == "a b"  # a one-character text is nobody's echo
