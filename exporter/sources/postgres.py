@@ -115,7 +115,7 @@ class Postgres:
         self._life = life if life is not None else Lifecycle("the PostgreSQL reader")
         self.clock = clock
         self._opening = transaction_opening(timeouts)
-        # The server's words with every piece of a credential of the URL hidden.
+        # The server's words with every echo of a credential of the URL hidden.
         self._mask = functools.partial(masked, texts=server_secrets(settings.url, os.environ))
         self._pool = LanePool(
             self._lanes,

@@ -2,7 +2,7 @@
 the exporter's typed errors (exporter.errors), each carrying its reason, and a
 server's error written on one line: nothing downstream imports asyncpg to tell
 what went wrong. The server's words pass through a mask (the reader's: every
-piece of a credential of its URL hidden, exporter.sources.url_secrets.masked):
+echo of a credential of its URL hidden, exporter.sources.url_secrets.masked):
 "password authentication failed for user ..." quotes what the URL gave."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ userinfo, or a query parameter such as `?password=`), and URLs that cannot be
 read one way refused, for both sources. A URL in a message is rebuilt from the
 parts that parsed (mask_url); an error text from a library is shown only when
 it quotes nothing that may be a secret (quotes, secret_texts). A server's error
-text is shown with every piece of a credential the exporter was given masked
+text is shown with every echo of a credential the exporter was given masked
 (server_secrets, masked): the user name included when the URL gives no
 password beside it, for then it may be a password put in the user's place.
 
