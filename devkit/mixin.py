@@ -11,6 +11,7 @@ Needs the `jsonnet` command (Debian's `jsonnet` package); no network.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -109,7 +110,31 @@ def _jsonnet(*arguments: str) -> Any:
 
 
 def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
-    """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`."""
+    """Evaluates mixin/mixin.libsonnet with `config` merged over its `_config`.
+
+    One evaluation costs seconds of CPU (many on a loaded machine), and the
+    tests ask for the same few configurations again and again: each is
+    evaluated once per process and per state of mixin/, and handed out as a copy.
+    """
+    key = (json.dumps(dict(config or {}), sort_keys=True), _sources_state())
+    if key not in _EVALUATED:
+        _EVALUATED[key] = _evaluate(config)
+    return copy.deepcopy(_EVALUATED[key])
+
+
+_EVALUATED: dict[tuple[str, tuple[tuple[str, int, int], ...]], Rendering] = {}
+
+
+def _sources_state() -> tuple[tuple[str, int, int], ...]:
+    """What mixin/ holds now, by name, size and modification time of each file."""
+    return tuple(
+        (str(path.relative_to(MIXIN_DIR)), stat.st_size, stat.st_mtime_ns)
+        for path in sorted(MIXIN_DIR.rglob("*"))
+        if path.is_file() and (stat := path.stat())
+    )
+
+
+def _evaluate(config: Mapping[str, Any] | None) -> Rendering:
     program = (
         '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
         "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards,"

@@ -52,6 +52,10 @@ from tests.e2e.stack import (
 from tests.e2e.test_sharded import EAST, SHARDS, WEST, pending, shard_exporter_args, two_shards
 from tests.platform import Platform
 
+# The module's stack (two clusters, four exporters, three renders of the mixin,
+# Prometheus, Alertmanager) is set up within its first test: minutes on a loaded machine.
+pytestmark = pytest.mark.timeout(900)
+
 RENDERS: dict[str, dict[str, Any]] = {
     "orpycamcp-exporter": {},
     "shared": {"orpycamcpSelector": 'job="shared"', "clusterLabel": "cluster"},
