@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.current import figures_table
+from devkit.modules_map import modules_table
 from exporter.backlogs import load_backlogs
 from exporter.service import catalog_of
 from exporter.tools.reference import metrics_table, options_table, reasons_table
@@ -41,6 +42,7 @@ TABLES: tuple[GeneratedTable, ...] = (
     GeneratedTable(ROOT / "docs" / "configuration.md", "options-table", options_table),
     GeneratedTable(ROOT / "docs" / "backlogs.md", "declared-metrics-table", declared_metrics_table),
     GeneratedTable(ROOT / "docs" / "runbook.md", "reasons-table", reasons_table),
+    GeneratedTable(ROOT / "docs" / "architecture.md", "modules-table", modules_table),
 )
 
 

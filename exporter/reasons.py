@@ -1,6 +1,6 @@
 """Why a signal is unmeasured: the closed vocabulary every error names, and the
-logs, `diagnose`'s hints, the runbook and the generated table of
-docs/troubleshooting.md key on."""
+logs, `diagnose`'s hints and the runbook (its generated reasons table,
+docs/runbook.md) key on."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""From outcomes to bytes: the families assembled (pure), then written in the text format."""

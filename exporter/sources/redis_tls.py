@@ -1,4 +1,4 @@
-"""TLS to Redis: the files given by the --redis.tls-* flags, read and parsed at
+"""TLS to Redis: the files --redis.tls-ca-file, --redis.tls-cert-file and --redis.tls-key-file name, read and parsed at
 start exactly as the client will use them, so a missing or bad file stops the
 process (exit 2) instead of failing every refresh."""
 
