@@ -55,7 +55,8 @@ class Exporter:
         if self.replay_lag is not None:
             key += ((self.replay_lag.generation, self.replay_lag.fresh()),)
         if self.identity is not None:
-            key += ((self.identity.generation, self.identity.fresh()),)
+            # Its samples are the last reading's, fresh or not: a TTL ending after the refresh changes nothing.
+            key += ((self.identity.generation, True),)
         return key
 
     def cached_page(self) -> Page | None:

@@ -11,9 +11,13 @@ by any role (no grant beyond CONNECT).
 
 Read like the replay lag: at most once per TTL, when scraped, one small
 statement in the exporter's read-only transaction, bounded by the deadline.
-When it cannot be read the family is absent and
-orpycamcp_database_identity_failure_info says why: never a guess, never the
-last value read.
+The identity cannot change between two readings, so a page shows the last
+reading that ended, however old: while the next one runs past the scrape's
+wait, and however long the scrape took after it (a TTL that ends between
+the reading and the page changes nothing). When the last reading failed the
+family is absent and orpycamcp_database_identity_failure_info says why: never
+a guess, never a value read before a failed reading. scrape_timeout only
+before the first reading ended.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ def identity_of(system_identifier: object, database_oid: object) -> str:
 
 
 class DatabaseIdentity:
-    """The identity, cached for the TTL (failures too); never raises while open."""
+    """The identity, read again once the TTL has passed (failures too); the last
+    reading is served until the next one ends. Never raises while open."""
 
     def __init__(self, postgres: Postgres, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK) -> None:
         self.postgres = postgres
@@ -72,8 +77,8 @@ class DatabaseIdentity:
         return self._at is not None and self.clock.monotonic() - self._at < self.ttl
 
     def samples(self) -> tuple[Sample, ...]:
-        """The identity as last read, or the reason it cannot be (not read within this scrape: scrape_timeout)."""
-        if not self.fresh():
+        """The identity as last read, fresh or not, or the reason it could not be (scrape_timeout: no reading ended yet)."""
+        if self._at is None:
             return (Sample(DATABASE_IDENTITY_FAILURE.name, (Reason.SCRAPE_TIMEOUT.value,), 1),)
         if self._identity is not None:
             return (Sample(DATABASE_IDENTITY.name, (self._identity,), 1),)
@@ -81,7 +86,8 @@ class DatabaseIdentity:
         return (Sample(DATABASE_IDENTITY_FAILURE.name, (reason.value,), 1),)
 
     async def refresh(self, wait: float) -> None:
-        """Read the identity again if it is older than the TTL, waiting at most `wait` seconds."""
+        """Read the identity again if it is older than the TTL, waiting at most `wait` seconds
+        (a reading still running then serves the next scrape; this one shows the last)."""
         self._life.ensure_open()
         if self.fresh():
             return
