@@ -77,7 +77,7 @@ class DatabaseIdentity:
         return self._at is not None and self.clock.monotonic() - self._at < self.ttl
 
     def samples(self) -> tuple[Sample, ...]:
-        """The identity as last read, fresh or not, or the reason it could not be (scrape_timeout: no reading ended yet)."""
+        """The identity as last read, fresh or not, or why it could not be (scrape_timeout: no reading ended yet)."""
         if self._at is None:
             return (Sample(DATABASE_IDENTITY_FAILURE.name, (Reason.SCRAPE_TIMEOUT.value,), 1),)
         if self._identity is not None:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 from exporter.clock import SYSTEM_CLOCK, Clock
+from exporter.freshness import ReplicaLink
 from exporter.heap import collections_paused
 from exporter.outcomes import Outcome, classify
 from exporter.reasons import Reason
@@ -42,13 +43,16 @@ async def _measured(
     last_success: float | None,
     clock: Clock,
 ) -> Outcome:
-    started = clock.monotonic()
+    started, began = clock.monotonic(), clock.wall()
+    link: ReplicaLink | None = None
     try:
         async with asyncio.timeout(timeouts.deadline):
             if signal.source is Source.POSTGRES and sources.postgres is not None:
                 # A standby too far behind its primary shows no value as current (exporter/freshness.py).
-                await sources.postgres.require_fresh(signal.name)
+                link = await sources.postgres.require_fresh(signal.name)
             raw = await signal.measure(sources)
+            if signal.source is Source.REDIS and sources.redis is not None:
+                link = sources.redis.replica_link  # read in the streams' own round trip
             # Inside the deadline: holding a large measurement to the registry takes time too.
             samples = await completing(signal.name, raw, registry)
     except Exception as exc:  # every failure is mapped in one place: outcomes.classify
@@ -63,4 +67,11 @@ async def _measured(
             exc_info=failure.reason is Reason.INTERNAL_ERROR,
         )
         return Outcome(signal.name, None, duration, last_success, failure)
-    return Outcome(signal.name, samples, clock.monotonic() - started, clock.wall(), None)
+    return Outcome(signal.name, samples, clock.monotonic() - started, clock.wall(), None, data_time(began, link))
+
+
+def data_time(began: float, link: ReplicaLink | None) -> float:
+    """When the data read was current: the measurement's start, less the lag of the
+    replica it was read from (a replica without a bound never gets here: its
+    signals are unmeasured, exporter/freshness.py)."""
+    return began if link is None else began - link.staleness

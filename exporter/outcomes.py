@@ -30,6 +30,8 @@ class Outcome:
     duration: float
     last_success: float | None
     failure: Failure | None = None
+    # Unix time of the data read (a standby's lag subtracted); None when unmeasured.
+    data_time: float | None = None
 
     @property
     def measured(self) -> bool:

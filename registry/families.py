@@ -61,6 +61,18 @@ SIGNAL_DURATION = Family(
     combinations=single(SIGNALS),
     sparse=True,
 )
+# How old the data of the measurement on the page is: the shipped rules merge
+# the copies of one database (a primary and its standbys) by the newest data,
+# never by the largest value (docs/sharding.md).
+SIGNAL_DATA_TIME = Family(
+    name=PREFIX + "signal_data_timestamp_seconds",
+    help="Unix time of the data the signal's values on this page were read from: when the measurement began,"
+    " less the hot standby's replay lag (the Redis replica's lag for streams); absent while the signal is unmeasured.",
+    signal=META,
+    labels=("signal",),
+    combinations=single(SIGNALS),
+    sparse=True,
+)
 DLQ_PENDING = Family(
     name=PREFIX + "dlq_pending_events",
     help="Dead-lettered events pending an administrator, summed over all tenants.",
@@ -255,6 +267,7 @@ FAMILIES: tuple[Family, ...] = (
     SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
     SIGNAL_DURATION,
+    SIGNAL_DATA_TIME,
     DLQ_PENDING,
     DLQ_OLDEST,
     PRESERVATION_EXHAUSTED,
@@ -331,6 +344,7 @@ def extended(
         SIGNAL_MEASURED: single(everything),
         SIGNAL_LAST_SUCCESS: single(everything),
         SIGNAL_DURATION: single(everything),
+        SIGNAL_DATA_TIME: single(everything),
         SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
         STREAM_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,

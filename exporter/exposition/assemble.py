@@ -13,6 +13,7 @@ from registry.families import (
     BUILD_INFO,
     HTTP_CONNECTIONS,
     HTTP_CONNECTIONS_SHED,
+    SIGNAL_DATA_TIME,
     SIGNAL_DURATION,
     SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
@@ -55,6 +56,8 @@ def assemble(
         if known is not None:
             own[SIGNAL_DURATION.name].append(Sample(SIGNAL_DURATION.name, (signal,), known.duration))
         if outcome is not None and outcome.samples is not None:
+            if outcome.data_time is not None:
+                own[SIGNAL_DATA_TIME.name].append(Sample(SIGNAL_DATA_TIME.name, (signal,), outcome.data_time))
             for name, part in family_parts(outcome.samples):
                 key = (name, signal)
                 if key not in by_family:

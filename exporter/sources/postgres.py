@@ -292,10 +292,12 @@ class Postgres:
         row = (await self.fetch(STANDBY_SQL))[0]
         return standby_link(bool(row["standby"]), row["lag"])
 
-    async def require_fresh(self, signal: str) -> None:
-        """Raises ReplicaStale when the server read is a standby too far behind its primary."""
+    async def require_fresh(self, signal: str) -> ReplicaLink | None:
+        """The link of the server read (None on a primary); raises ReplicaStale when
+        it is a standby too far behind its primary."""
         link = await self.standby_link()
         require_fresh(signal, link, self.settings.replica_max_staleness, flag_of("database_replica_max_staleness"))
+        return link
 
     async def active_tenant_slugs(self) -> list[str]:
         """The active tenants, read once for the signals that ask at the same time."""

@@ -20,6 +20,7 @@ from registry.families import (
     DATABASE_REPLAY_LAG,
     DLQ_OLDEST,
     DLQ_PENDING,
+    SIGNAL_DATA_TIME,
     SIGNAL_DURATION,
     SIGNAL_FAILURE,
     SIGNAL_LAST_SUCCESS,
@@ -99,6 +100,17 @@ def test_a_signal_not_ready_for_this_scrape_is_unmeasured_with_its_last_outcomes
     assert found[(SIGNAL_LAST_SUCCESS.name, ("dlq",))] == previous.last_success
     assert found[(SIGNAL_DURATION.name, ("dlq",))] == previous.duration
     assert of(found, DLQ_PENDING.name) == {}  # never the previous values as if they were current
+
+
+def test_the_data_time_only_beside_the_values_it_dates() -> None:
+    """Measured: the time of the data read. Failed, or not ready for this scrape: absent,
+    never the previous measurement's (the rules would pick a copy whose values are gone)."""
+    dlq = Outcome("dlq", DLQ_SAMPLES, 0.25, 1_764_600_000.0, data_time=1_764_599_940.5)
+    measured = of(series(["dlq"], {"dlq": dlq}), SIGNAL_DATA_TIME.name)
+    assert measured == {(SIGNAL_DATA_TIME.name, ("dlq",)): 1_764_599_940.5}
+    failed = Outcome("dlq", None, 10.0, 1_764_600_000.0, TIMEOUT)
+    assert of(series(["dlq"], {"dlq": failed}, {"dlq": failed}), SIGNAL_DATA_TIME.name) == {}
+    assert of(series(["dlq"], {"dlq": None}, {"dlq": dlq}), SIGNAL_DATA_TIME.name) == {}
 
 
 def test_a_first_measurement_not_ready_has_only_measured_0() -> None:
