@@ -24,6 +24,14 @@
     // identifier>/<database OID>", as OrpycamcpDatabaseVanished names them):
     // no longer expected. Remove an entry once databaseMemory has passed.
     retiredDatabases: [],
+    // Copies of one database (a primary, its standbys, each read by its own
+    // exporters) merge by the copy whose data is the newest
+    // (orpycamcp_signal_data_timestamp_seconds: the measurement's start, less
+    // a standby's replay lag), never by the largest value. A copy whose data
+    // is older than this never counts: a database with no younger copy is
+    // unmeasured for the totals (absent, never stale). Above the exporter's
+    // --ttl + the scrape interval + --deadline (30 s + 15 s + 10 s by default).
+    dataMaxAge: '2m',
 
     // %s is the lower-cased alert name: the anchor of its runbook section.
     runbookUrlPattern: 'https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md#%s',

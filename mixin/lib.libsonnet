@@ -77,10 +77,11 @@
 
   // `family` per target, labelled with its target's last reported database
   // identity; a target that never reported one keeps its series without it.
-  withIdentity(config, family, labels=[])::
+  withIdentity(config, family, labels=[]):: $.seriesWithIdentity(config, family + $.selector(config), labels),
+  seriesWithIdentity(config, series, labels=[])::
     local ignoring = $.list(labels + [$.identityLabel]);
     '(%(f)s * ignoring (%(i)s) group_left (%(id)s) %(latest)s or %(f)s unless ignoring (%(i)s) %(latest)s)' % {
-      f: family + $.selector(config),
+      f: series,
       i: ignoring,
       id: $.identityLabel,
       latest: $.latestIdentity + $.selector(config),
@@ -92,6 +93,56 @@
     $.mergeLabels(config, labels),
     $.withIdentity(config, family, labels),
   ],
+
+  // The same for a family measured by a signal: the copy with the newest data
+  // (freshestCopy) per cluster label value and database.
+  freshestMerge(config, family, labels=[])::
+    local join(series, own) = $.seriesWithIdentity(config, series, own);
+    local by = $.keyLabels(config) + [config.clusterLabel, $.identityLabel];
+    'max by (%s) %s' % [$.mergeLabels(config, labels), $.freshestCopy(config, family, labels, join, by)],
+
+  // The time of the data each target's values of a signal were read from
+  // (a standby's replay lag subtracted), present beside those values only.
+  dataTime:: 'orpycamcp_signal_data_timestamp_seconds',
+
+  // The signal a family's values come from: its name's first word (dlq,
+  // preservation, audit_chain), or, for a declared backlog's families, the
+  // `backlog` label, which names its signal.
+  signalOf(family)::
+    local name = std.strReplace(family, 'orpycamcp_', '');
+    if std.startsWith(name, 'backlog_') then null
+    else if std.startsWith(name, 'audit_chain_') then 'audit_chain'
+    else std.split(name, '_')[0],
+
+  // Of `family`'s series (`identified`: labelled with their database by
+  // `join`), only those of the copy whose data is the newest, per `by` and
+  // signal, among the copies whose data is at most dataMaxAge old: a lagging
+  // standby's larger value never wins over its primary's, and a copy past the
+  // bound never counts. A database whose copies date none of their data
+  // (exporters before orpycamcp_signal_data_timestamp_seconds) keeps every copy.
+  freshestCopy(config, family, labels, join, by)::
+    local signal = $.signalOf(family);
+    local matcher = if signal == null then 'signal=~".+"' else 'signal="%s"' % signal;
+    local asFamily(text) =
+      if signal == null then 'label_replace(%s, "backlog", "$1", "signal", "(.+)")' % text else text;
+    local dated = join($.dataTime + $.selector(config, [matcher]), ['signal']);
+    local fresh = join('(%s >= time() - %d)' % [$.dataTime + $.selector(config, [matcher]), $.seconds(config.dataMaxAge)], ['signal']);
+    local own = [l for l in labels if !(signal == null && l == 'backlog')];
+    local identified = join(family + $.selector(config), labels);
+    |||
+      (
+        %(identified)s
+          and ignoring (%(ignore)s) %(newest)s
+        or %(identified)s
+          unless on (%(dbBy)s) %(dated)s
+      )
+    ||| % {
+      identified: identified,
+      ignore: $.list(own + ['signal']),
+      newest: asFamily('topk by (%s) (1, %s)' % [$.list(by + ['signal']), fresh]),
+      dbBy: $.list(by + (if signal == null then ['backlog'] else [])),
+      dated: asFamily(dated),
+    },
 
   // One value per Redis bus out of every target of the deployment: every
   // exporter reads the same streams, so the max, grouped by the deployment and

@@ -37,10 +37,12 @@ local lib = import 'lib.libsonnet';
     'group by (%s, %s) (%s%s)' % [k, id, lib.latestIdentity, lib.selector(c, notRetired) + (if offset == '' then '' else ' offset ' + offset)],
   local known = '(%s or group by (%s, %s) (%s))' % [knownFromMemory(), k, id, info],
   // The databases with a replica that reports its identity now and measured `signal` completely.
+  // A copy whose data is older than dataMaxAge did not measure it now.
   local measuredNow(signalMatcher, extra=[]) =
-    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
+    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1 unless %(old)s) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
       by: lib.list(keys + [id] + extra),
       sel: lib.selector(c, [signalMatcher]),
+      old: '%s%s < time() - %d' % [lib.dataTime, sel, lib.seconds(c.dataMaxAge)],
       id: id,
       info: info,
     },
@@ -82,15 +84,15 @@ local lib = import 'lib.libsonnet';
     shared: sharedClusterLabel,
   },
 
-  // Values per database: only from targets that report their identity now.
+  // Values per database: only from targets that report their identity now,
+  // of the copy with the newest data (lib.freshestCopy).
+  local nowIdentified(series, labels) =
+    '(%s * ignoring (%s) group_left (%s) %s)' % [series, lib.list(labels + [id]), id, info],
   local perDatabase(family) =
-    'max by (%(by)s) (%(f)s * ignoring (%(ignore)s) group_left (%(id)s) %(info)s)' % {
-      by: lib.list(keys + [id] + families[family]),
-      f: 'orpycamcp_' + family + sel,
-      ignore: lib.list(families[family] + [id]),
-      id: id,
-      info: info,
-    },
+    'max by (%s) %s' % [
+      lib.list(keys + [id] + families[family]),
+      indent(lib.freshestCopy(c, 'orpycamcp_' + family, families[family], nowIdentified, keys + [id]), 2),
+    ],
 
   // A total over the databases of a family read from each database, gated on
   // every database having measured its signal. The values and their gate are
@@ -143,6 +145,11 @@ local lib = import 'lib.libsonnet';
     record: 'orpycamcp:%s:max' % family,
     expr: lib.merge(c, 'orpycamcp_' + family, families[family]),
   },
+  // A family a signal measures: the copy with the newest data.
+  local freshestRule(family) = {
+    record: 'orpycamcp:%s:max' % family,
+    expr: lib.freshestMerge(c, 'orpycamcp_' + family, families[family]),
+  },
   // The Redis bus: one value per deployment, whatever the clusters and databases.
   local busRule(family) = {
     record: 'orpycamcp:%s:max' % family,
@@ -181,13 +188,13 @@ local lib = import 'lib.libsonnet';
           maxRule('database_replay_lag_seconds'),
           // The Redis replica the streams are read from (absent on a master).
           busRule('redis_replica_lag_seconds'),
-          maxRule('dlq_pending_events'),
-          maxRule('dlq_oldest_pending_timestamp_seconds'),
-          maxRule('preservation_exhausted_artifacts'),
-          maxRule('audit_chain_breaks'),
-          maxRule('audit_chain_declared_breaks'),
-          maxRule('audit_chain_verification_ok'),
-          maxRule('audit_chain_last_verification_timestamp_seconds'),
+          freshestRule('dlq_pending_events'),
+          freshestRule('dlq_oldest_pending_timestamp_seconds'),
+          freshestRule('preservation_exhausted_artifacts'),
+          freshestRule('audit_chain_breaks'),
+          freshestRule('audit_chain_declared_breaks'),
+          freshestRule('audit_chain_verification_ok'),
+          freshestRule('audit_chain_last_verification_timestamp_seconds'),
           busRule('stream_pending_messages'),
           busRule('stream_oldest_pending_timestamp_seconds'),
           busRule('stream_undelivered_entries'),
@@ -195,10 +202,10 @@ local lib = import 'lib.libsonnet';
           busRule('stream_consumer_idle_seconds'),
           busRule('deadletter_stream_entries'),
           busRule('deadletter_stream_oldest_entry_timestamp_seconds'),
-          maxRule('backlog_pending_items'),
-          maxRule('backlog_oldest_pending_timestamp_seconds'),
-          maxRule('backlog_arrivals'),
-          maxRule('backlog_arrivals_threshold'),
+          freshestRule('backlog_pending_items'),
+          freshestRule('backlog_oldest_pending_timestamp_seconds'),
+          freshestRule('backlog_arrivals'),
+          freshestRule('backlog_arrivals_threshold'),
 
           // Platform totals over databases. A total is never partial: it exists
           // only while every database known to the deployment (reported by any

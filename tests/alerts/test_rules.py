@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -225,7 +225,7 @@ def test_no_sum_over_exporter_metrics() -> None:
             continue
         assert str(rule.get("record", "")).endswith(":total"), rule
         summed = re.findall(
-            r"\bsum\s+by\s*\([^)]*\)\s*\(\s*max by \(job, database_identity\b[^)]*\) \(\s*(orpycamcp_[a-z0-9_]+)\{",
+            r"\bsum\s+by\s*\([^)]*\)\s*\(\s*max by \(job, database_identity\b[^)]*\) \(\s*\(?(orpycamcp_[a-z0-9_]+)\{",
             expr,
         )
         assert summed, rule
@@ -267,12 +267,58 @@ def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
             assert str(rule["expr"]).strip() == f"max by ({by}) ({source}{SELECTOR})", name
             continue
         by = ", ".join(("job", "orpycamcp_cluster", "database_identity", *labels))
-        ignoring = ", ".join((*labels, "database_identity"))
-        joined = (
-            f"{source}{SELECTOR} * ignoring ({ignoring}) group_left (database_identity) {LATEST}"
-            f" or {source}{SELECTOR} unless ignoring ({ignoring}) {LATEST}"
-        )
-        assert str(rule["expr"]).strip() == f"max by ({by}) (({joined}))", name
+        if source.startswith(("orpycamcp_signal_", "orpycamcp_database_")):
+            assert str(rule["expr"]).strip() == f"max by ({by}) ({latest_join(source + SELECTOR, labels)})", name
+            continue
+        # A family a signal measures: the copy with the newest data (a primary over its lagging standby).
+        copy = freshest_copy(source, labels, latest_join, "job, orpycamcp_cluster, database_identity")
+        assert squeeze(rule["expr"]) == f"max by ({by}) {copy}", name
+
+
+DATA_TIME = "orpycamcp_signal_data_timestamp_seconds"
+DATA_MAX_AGE = 120  # dataMaxAge, 2m
+
+
+def signal_of(family: str) -> str | None:
+    """The signal measuring a family; None for a declared backlog's (its `backlog` label)."""
+    name = family.removeprefix("orpycamcp_")
+    if name.startswith("backlog_"):
+        return None
+    return "audit_chain" if name.startswith("audit_chain_") else name.split("_")[0]
+
+
+def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tuple[str, ...]], str], by: str) -> str:
+    """`source`'s series of the copy with the newest data within dataMaxAge, per `by` and
+    signal; every copy of a database that dates none of its data."""
+    signal = signal_of(source)
+    matcher = 'signal=~".+"' if signal is None else f'signal="{signal}"'
+    dated_series = f'{DATA_TIME}{{job="orpycamcp-exporter", {matcher}}}'
+
+    def as_family(text: str) -> str:
+        return text if signal is not None else f'label_replace({text}, "backlog", "$1", "signal", "(.+)")'
+
+    identified = join(f"{source}{SELECTOR}", labels)
+    own = [label for label in labels if not (signal is None and label == "backlog")]
+    fresh = join(f"({dated_series} >= time() - {DATA_MAX_AGE})", ("signal",))
+    newest = as_family(f"topk by ({by}, signal) (1, {fresh})")
+    db_by = by + (", backlog" if signal is None else "")
+    return (
+        f"( {identified} and ignoring ({', '.join((*own, 'signal'))}) {newest}"
+        f" or {identified} unless on ({db_by}) {as_family(join(dated_series, ('signal',)))} )"
+    )
+
+
+def latest_join(series: str, labels: tuple[str, ...]) -> str:
+    ignoring = ", ".join((*labels, "database_identity"))
+    return (
+        f"({series} * ignoring ({ignoring}) group_left (database_identity) {LATEST}"
+        f" or {series} unless ignoring ({ignoring}) {LATEST})"
+    )
+
+
+def now_join(series: str, labels: tuple[str, ...]) -> str:
+    ignoring = ", ".join((*labels, "database_identity"))
+    return f"({series} * ignoring ({ignoring}) group_left (database_identity) {IDENTITY})"
 
 
 def squeeze(expr: object) -> str:
@@ -295,15 +341,15 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
     operator, labels = PER_CLUSTER_TOTALS[family]
     expr = squeeze(record_rule(f"orpycamcp:{family}:total")["expr"])
     # Values only from targets that report their database now, merged per database.
-    merged = (
-        f"max by (job, database_identity, {labels}) (orpycamcp_{family}{SELECTOR}"
-        f" * ignoring ({labels}, database_identity) group_left (database_identity) {IDENTITY})"
-    )
+    copy = freshest_copy(f"orpycamcp_{family}", tuple(labels.split(", ")), now_join, "job, database_identity")
+    merged = f"max by (job, database_identity, {labels}) {copy}"
     assert expr.startswith(f"{operator} by (job, {labels}) ( {merged} ) and on (job"), expr
     # The gate, in the same expression (one consistent read of the storage): the
     # databases measured now == every database known (remembered or reporting), the
     # known set stable over the warm-up, no unidentified target, no shared label.
     assert 'orpycamcp_signal_measured{job="orpycamcp-exporter"' in expr, expr
+    # A copy whose data is past dataMaxAge measured nothing now.
+    assert f"== 1 unless {DATA_TIME}{SELECTOR} < time() - {DATA_MAX_AGE})" in expr, expr
     assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({IDENTITY})" in expr
     assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
     assert f"(up{SELECTOR} == 0) unless ignoring (database_identity) {LATEST}" in expr
