@@ -47,6 +47,12 @@ local lib = import 'lib.libsonnet';
       cl,
     ],
 
+  // An alert about each target: the labels of an HA Prometheus pair (haLabels)
+  // dropped, so both servers' series of one target make one alert.
+  local perTarget(expr) =
+    if std.length(c.haLabels) == 0 then expr
+    else 'max without (%s) (\n  %s\n)\n' % [lib.list(c.haLabels), std.join('\n  ', std.split(std.rstripChars(expr, '\n'), '\n'))],
+
   local alert(name, severity, role, expr, summary, description, labels={}, forDuration=null, keepFiring=false) = {
     alert: name,
     expr: recorded(expr),
@@ -103,21 +109,21 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'OrpycamcpExporterReplicaDown', 'warning', 'exporter_replica_down',
-            |||
+            perTarget(|||
               %(up)s == 0
               unless on (%(merge)s)
                 (max by (%(merge)s) (%(up)s) == 0)
-            ||| % { up: up, merge: lib.list(keys + [cl]) },
+            ||| % { up: up, merge: lib.list(keys + [cl]) }),
             'An orpycamcp-exporter replica is down while others are up.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s could not be scraped for %s; the remaining replicas still report every signal.' % [commaCluster, lib.words(c.exporterReplicaDownFor)],
             forDuration=c.exporterReplicaDownFor,
           ),
           alert(
             'OrpycamcpExporterNoSignals', 'critical', 'no_signals',
-            |||
+            perTarget(|||
               %s == 1
               unless ignoring (signal) orpycamcp_signal_measured%s
-            ||| % [up, lib.selector(c)],
+            ||| % [up, lib.selector(c)]),
             'An orpycamcp-exporter target is up but exposes no signal.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s is scraped but has exposed no orpycamcp_signal_measured series for %s.' % [commaCluster, lib.words(c.exporterNoSignalsFor)],
             forDuration=c.exporterNoSignalsFor,
@@ -236,7 +242,7 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'OrpycamcpDatabaseUnidentified', 'warning', 'database',
-            $.unidentifiedTargets,
+            perTarget($.unidentifiedTargets),
             'An exporter target has not reported which database it measures; every platform total is absent.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s has reported no orpycamcp_database_identity_info within %s, so its values cannot be counted in the platform totals, which are absent. Reason now: {{ with printf `%s` $labels.instance | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}target down or none reported{{ end }}.' % [
               commaCluster,
@@ -247,10 +253,10 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'OrpycamcpDatabaseIdentityUnreadable', 'warning', 'database',
-            |||
+            perTarget(|||
               orpycamcp_database_identity_failure_info%(sel)s == 1
                 unless ignoring (reason) %(unidentified)s
-            ||| % { sel: lib.selector(c), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
+            ||| % { sel: lib.selector(c), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') }),
             'An exporter replica cannot read which database it measures; its values count in no platform total.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [commaCluster, lib.words(c.databaseUnidentifiedFor)],
             forDuration=c.databaseUnidentifiedFor,

@@ -32,6 +32,20 @@
     // unmeasured for the totals (absent, never stale). Above the exporter's
     // --ttl + the scrape interval + --deadline (30 s + 15 s + 10 s by default).
     dataMaxAge: '2m',
+    // The scrape interval of the exporter's job. A copy counts only while its
+    // data time was scraped within samplesFreshScrapes intervals (its sample's
+    // own timestamp): a dead HA Prometheus's last remote-written samples and
+    // federated samples of a target that is gone carry no staleness marker and
+    // would stay usable for the 5-minute lookback; they count as absent, as a
+    // failed scrape does. Add the federation interval (or remote-write delay)
+    // to the interval where samples travel.
+    scrapeInterval: '15s',
+    samplesFreshScrapes: 3,
+    // Labels a highly available Prometheus pair adds to tell its servers apart
+    // (external labels, kept by remote write and federation): the alerts about
+    // one target drop them, so an HA pair pages once per target, not once per
+    // server. The recording rules merge them away already.
+    haLabels: ['replica', 'prometheus_replica'],
 
     // %s is the lower-cased alert name: the anchor of its runbook section.
     runbookUrlPattern: 'https://github.com/orpycamcp/orpycamcp-exporter/blob/main/docs/runbook.md#%s',

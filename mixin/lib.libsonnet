@@ -105,6 +105,19 @@
   // (a standby's replay lag subtracted), present beside those values only.
   dataTime:: 'orpycamcp_signal_data_timestamp_seconds',
 
+  // How old a sample may be and still count (its own timestamp): a few scrape intervals.
+  sampleMaxAge(config):: config.samplesFreshScrapes * $.seconds(config.scrapeInterval),
+
+  // `series` (a data time selector) without the copies whose data is older than
+  // dataMaxAge or whose sample is older than sampleMaxAge (a lingering sample
+  // of a dead HA server or of a federated target that is gone).
+  currentData(config, series)::
+    '(%(s)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
+      s: series,
+      data: $.seconds(config.dataMaxAge),
+      sample: $.sampleMaxAge(config),
+    },
+
   // The signal a family's values come from: its name's first word (dlq,
   // preservation, audit_chain), or, for a declared backlog's families, the
   // `backlog` label, which names its signal.
@@ -126,7 +139,7 @@
     local asFamily(text) =
       if signal == null then 'label_replace(%s, "backlog", "$1", "signal", "(.+)")' % text else text;
     local dated = join($.dataTime + $.selector(config, [matcher]), ['signal']);
-    local fresh = join('(%s >= time() - %d)' % [$.dataTime + $.selector(config, [matcher]), $.seconds(config.dataMaxAge)], ['signal']);
+    local fresh = join($.currentData(config, $.dataTime + $.selector(config, [matcher])), ['signal']);
     local own = [l for l in labels if !(signal == null && l == 'backlog')];
     local identified = join(family + $.selector(config), labels);
     |||

@@ -37,12 +37,15 @@ local lib = import 'lib.libsonnet';
     'group by (%s, %s) (%s%s)' % [k, id, lib.latestIdentity, lib.selector(c, notRetired) + (if offset == '' then '' else ' offset ' + offset)],
   local known = '(%s or group by (%s, %s) (%s))' % [knownFromMemory(), k, id, info],
   // The databases with a replica that reports its identity now and measured `signal` completely.
-  // A copy whose data is older than dataMaxAge did not measure it now.
+  // A copy whose data is older than dataMaxAge, or whose data time sample is
+  // older than lib.sampleMaxAge (left by a server gone), did not measure it now.
   local measuredNow(signalMatcher, extra=[]) =
-    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1 unless %(old)s) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
+    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1 unless %(old)s unless timestamp(%(dated)s) < time() - %(sample)d) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
       by: lib.list(keys + [id] + extra),
       sel: lib.selector(c, [signalMatcher]),
       old: '%s%s < time() - %d' % [lib.dataTime, sel, lib.seconds(c.dataMaxAge)],
+      dated: lib.dataTime + sel,
+      sample: lib.sampleMaxAge(c),
       id: id,
       info: info,
     },

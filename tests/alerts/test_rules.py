@@ -277,6 +277,7 @@ def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
 
 DATA_TIME = "orpycamcp_signal_data_timestamp_seconds"
 DATA_MAX_AGE = 120  # dataMaxAge, 2m
+SAMPLE_MAX_AGE = 45  # samplesFreshScrapes x scrapeInterval, 3 x 15s
 
 
 def signal_of(family: str) -> str | None:
@@ -299,7 +300,10 @@ def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tup
 
     identified = join(f"{source}{SELECTOR}", labels)
     own = [label for label in labels if not (signal is None and label == "backlog")]
-    fresh = join(f"({dated_series} >= time() - {DATA_MAX_AGE})", ("signal",))
+    current = (
+        f"({dated_series} >= time() - {DATA_MAX_AGE} unless timestamp({dated_series}) < time() - {SAMPLE_MAX_AGE})"
+    )
+    fresh = join(current, ("signal",))
     newest = as_family(f"topk by ({by}, signal) (1, {fresh})")
     db_by = by + (", backlog" if signal is None else "")
     return (
@@ -348,8 +352,12 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
     # databases measured now == every database known (remembered or reporting), the
     # known set stable over the warm-up, no unidentified target, no shared label.
     assert 'orpycamcp_signal_measured{job="orpycamcp-exporter"' in expr, expr
-    # A copy whose data is past dataMaxAge measured nothing now.
-    assert f"== 1 unless {DATA_TIME}{SELECTOR} < time() - {DATA_MAX_AGE})" in expr, expr
+    # A copy whose data is past dataMaxAge, or whose sample a server gone left, measured nothing now.
+    stale = (
+        f"{DATA_TIME}{SELECTOR} < time() - {DATA_MAX_AGE}"
+        f" unless timestamp({DATA_TIME}{SELECTOR}) < time() - {SAMPLE_MAX_AGE})"
+    )
+    assert f"== 1 unless {stale}" in expr, expr
     assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({IDENTITY})" in expr
     assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
     assert f"(up{SELECTOR} == 0) unless ignoring (database_identity) {LATEST}" in expr
