@@ -99,7 +99,9 @@ def _jsonnet(*arguments: str) -> Any:
         cwd=MIXIN_DIR,
         capture_output=True,
         text=True,
-        timeout=120,
+        # A few seconds of CPU (the rules with their freshest-copy merges are ~50 KB);
+        # minutes of wall time on a machine shared by many test runs.
+        timeout=240,
         check=False,
     )
     if result.returncode != 0:

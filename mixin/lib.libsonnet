@@ -133,7 +133,9 @@
   // standby's larger value never wins over its primary's, and a copy past the
   // bound never counts. A database whose copies date none of their data
   // (exporters before orpycamcp_signal_data_timestamp_seconds) keeps every copy.
-  freshestCopy(config, family, labels, join, by)::
+  // Its lines are joined with `pad` after each newline (no re-indenting: long
+  // strings are slow to split in jsonnet).
+  freshestCopy(config, family, labels, join, by, pad='')::
     local signal = $.signalOf(family);
     local matcher = if signal == null then 'signal=~".+"' else 'signal="%s"' % signal;
     local asFamily(text) =
@@ -142,20 +144,14 @@
     local fresh = join($.currentData(config, $.dataTime + $.selector(config, [matcher])), ['signal']);
     local own = [l for l in labels if !(signal == null && l == 'backlog')];
     local identified = join(family + $.selector(config), labels);
-    |||
-      (
-        %(identified)s
-          and ignoring (%(ignore)s) %(newest)s
-        or %(identified)s
-          unless on (%(dbBy)s) %(dated)s
-      )
-    ||| % {
-      identified: identified,
-      ignore: $.list(own + ['signal']),
-      newest: asFamily('topk by (%s) (1, %s)' % [$.list(by + ['signal']), fresh]),
-      dbBy: $.list(by + (if signal == null then ['backlog'] else [])),
-      dated: asFamily(dated),
-    },
+    std.join('\n' + pad, [
+      '(',
+      '  ' + identified,
+      '    and ignoring (%s) %s' % [$.list(own + ['signal']), asFamily('topk by (%s) (1, %s)' % [$.list(by + ['signal']), fresh])],
+      '  or ' + identified,
+      '    unless on (%s) %s' % [$.list(by + (if signal == null then ['backlog'] else [])), asFamily(dated)],
+      ')',
+    ]) + '\n',
 
   // One value per Redis bus out of every target of the deployment: every
   // exporter reads the same streams, so the max, grouped by the deployment and

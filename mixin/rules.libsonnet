@@ -94,7 +94,7 @@ local lib = import 'lib.libsonnet';
   local perDatabase(family) =
     'max by (%s) %s' % [
       lib.list(keys + [id] + families[family]),
-      indent(lib.freshestCopy(c, 'orpycamcp_' + family, families[family], nowIdentified, keys + [id]), 2),
+      std.rstripChars(lib.freshestCopy(c, 'orpycamcp_' + family, families[family], nowIdentified, keys + [id], '  '), '\n'),
     ],
 
   // A total over the databases of a family read from each database, gated on
