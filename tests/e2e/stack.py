@@ -72,23 +72,30 @@ def prometheus(
 ) -> Iterator[RunningProcess]:
     """Prometheus scraping every second: one exporter port or target groups of the job
     orpycamcp-exporter, or target groups per job; reloadable (`reload_prometheus`)."""
-    port = free_port()
     if isinstance(targets, int):
         jobs: Mapping[str, Sequence[Targets]] = {"orpycamcp-exporter": [Targets((targets,))]}
     elif isinstance(targets, Mapping):
         jobs = targets
     else:
         jobs = {"orpycamcp-exporter": list(targets)}
-    config = folder / "prometheus.yml"
     files = [rules] if isinstance(rules, Path) else list(rules)
-    config.write_text(yaml.safe_dump(prometheus_config(jobs, alertmanager_port, files), sort_keys=False))
+    document = prometheus_config(jobs, alertmanager_port, files)
+    with prometheus_server(document, folder, "--rules.alert.resend-delay=1s", "--web.enable-lifecycle") as running:
+        yield running
+
+
+@contextmanager
+def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) -> Iterator[RunningProcess]:
+    """Prometheus with this configuration and these flags, its files in `folder`."""
+    port = free_port()
+    config = folder / "prometheus.yml"
+    config.write_text(yaml.safe_dump(dict(document), sort_keys=False))
     command = [
         tool("prometheus"),
         f"--config.file={config}",
         f"--storage.tsdb.path={folder / 'prom-data'}",
         f"--web.listen-address=127.0.0.1:{port}",
-        "--rules.alert.resend-delay=1s",
-        "--web.enable-lifecycle",
+        *flags,
     ]
     with running_process(command, port, folder / "prometheus.log") as running:
         yield running

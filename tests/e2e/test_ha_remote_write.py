@@ -18,22 +18,19 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from devkit.mixin import evaluate, rules_yaml
-from devkit.process import RunningProcess, exporter_process, running_process
-from devkit.servers import PostgresServer, free_port
-from devkit.tools import tool
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import query, wait_for
+from tests.e2e.stack import prometheus_server, query, wait_for
 from tests.platform import Platform, create_platform
 
 JOB = "orpycamcp-exporter"
@@ -45,21 +42,10 @@ PENDING_BEFORE = 5
 RESOLVED = 2
 
 
-@contextmanager
-def prometheus_server(document: dict[str, Any], folder: Path, *flags: str) -> Iterator[RunningProcess]:
-    folder.mkdir()
-    config = folder / "prometheus.yml"
-    config.write_text(yaml.safe_dump(document, sort_keys=False))
-    port = free_port()
-    command = [
-        tool("prometheus"),
-        f"--config.file={config}",
-        f"--storage.tsdb.path={folder / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        *flags,
-    ]
-    with running_process(command, port, folder / "prometheus.log") as running:
-        yield running
+def folder(tmp_path: Path, name: str) -> Path:
+    made = tmp_path / name
+    made.mkdir()
+    return made
 
 
 def ha_server(replica: str, exporter_port: int, central: RunningProcess) -> dict[str, Any]:
@@ -174,13 +160,13 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
         central = stack.enter_context(
             prometheus_server(
                 {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)]},
-                tmp_path / "central",
+                folder(tmp_path, "central"),
                 "--web.enable-remote-write-receiver",
             )
         )
         pair = [
             stack.enter_context(
-                prometheus_server(ha_server(replica, exporter.port, central), tmp_path / f"replica-{replica}")
+                prometheus_server(ha_server(replica, exporter.port, central), folder(tmp_path, f"replica-{replica}"))
             )
             for replica in ("0", "1")
         ]
