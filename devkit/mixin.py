@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _gojsonnet  # type: ignore[import-not-found]
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -89,26 +88,20 @@ class Rendering:
     alertmanager: dict[str, Any]
 
 
-def _jsonnet(*arguments: str) -> Any:
-    """The JSON value of one jsonnet evaluation in mixin/."""
-    jsonnet = shutil.which("jsonnet")
-    if jsonnet is None:
-        raise MixinError("the jsonnet command is not installed (Debian package jsonnet)")
-    result = subprocess.run(
-        [jsonnet, "-J", str(MIXIN_DIR), *arguments],
-        cwd=MIXIN_DIR,
-        capture_output=True,
-        text=True,
-        # A few seconds of CPU (the rules with their freshest-copy merges are ~50 KB);
-        # minutes of wall time on a machine shared by many test runs.
-        timeout=240,
-        check=False,
-    )
-    if result.returncode != 0:
+def _jsonnet(program: str, config: Mapping[str, Any] | None = None) -> Any:
+    """The JSON value of one jsonnet program evaluated in mixin/, `config` as the
+    external variable `config`. go-jsonnet (the gojsonnet package) gives what
+    Debian's jsonnet command gives, in a fifth of its CPU time: the mixin's
+    rules and alerts take seconds there, minutes on a loaded machine."""
+    try:
+        text = _gojsonnet.evaluate_snippet(
+            "mixin", program, jpathdir=[str(MIXIN_DIR)], ext_codes={"config": json.dumps(dict(config or {}))}
+        )
+    except RuntimeError as error:
         # jsonnet's first line says what is wrong; the rest is its stack trace.
-        lines = result.stderr.strip().splitlines()
-        raise MixinError(lines[0].removeprefix("RUNTIME ERROR: ") if lines else f"jsonnet exited {result.returncode}")
-    return json.loads(result.stdout)
+        lines = str(error).strip().splitlines()
+        raise MixinError(lines[0].removeprefix("RUNTIME ERROR: ") if lines else "jsonnet failed") from None
+    return json.loads(text)
 
 
 def evaluate(config: Mapping[str, Any] | None = None) -> Rendering:
@@ -142,13 +135,13 @@ def _evaluate(config: Mapping[str, Any] | None) -> Rendering:
         "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards,"
         " alertmanager: $.alertmanagerConfig } }).out"
     )
-    document = _jsonnet("--ext-code", f"config={json.dumps(dict(config or {}))}", "-e", program)
+    document = _jsonnet(program, config)
     return Rendering(document["rules"], document["alerts"], document["dashboards"], document["alertmanager"])
 
 
 def default_config() -> dict[str, Any]:
     """The mixin's `_config` with its defaults."""
-    config: dict[str, Any] = _jsonnet("-e", '(import "mixin.libsonnet")._config')
+    config: dict[str, Any] = _jsonnet('(import "mixin.libsonnet")._config')
     return config
 
 

@@ -224,6 +224,14 @@ function(c)
         [q(perCluster('orpycamcp_signal_measurement_duration_seconds', ['signal']), '%(cluster)s {{signal}}')],
         height=6,
       ),
+      g.timeseries(
+        57,
+        'Data age',
+        "How old the data of each signal's values is: now minus orpycamcp_signal_data_timestamp_seconds (when the measurement began, less a standby's replay lag or a Redis replica's lag), the freshest replica of each cluster. A copy older than %s counts in no platform total. Gaps: the signal unmeasured." % c.dataMaxAge,
+        's',
+        [q('time() - ' + perCluster('orpycamcp_signal_data_timestamp_seconds', ['signal']), '%(cluster)s {{signal}}')],
+        height=6,
+      ),
 
       g.row('Dead-letter queue', 44),
       g.timeseries(
@@ -385,6 +393,18 @@ function(c)
         thresholds=[['green', null], ['red', seconds(c.streamNotConsumedIdle)]],
         width=6,
         height=8,
+      ),
+      g.timeseries(
+        56,
+        'Undelivered count withheld',
+        "Consumer groups whose undelivered count is withheld, by the first rule Redis's lag failed (orpycamcp_stream_undelivered_unknown_groups), and which groups (orpycamcp_stream_undelivered_unknown): Redis 7.0 and 7.2 miscount lag after a trim (redis/redis#13957), so a count that contradicts the stream's length, last ID or counters is not published. Above 0 for %s with the group's consumers idle fires OrpycamcpStreamUndeliveredUnknown." % c.streamUndeliveredUnknownFor,
+        'short',
+        [
+          q(perCluster('orpycamcp_stream_undelivered_unknown_groups', ['reason']), '%(cluster)s {{reason}}'),
+          q(perCluster('orpycamcp_stream_undelivered_unknown', ['stream', 'group']), '%(cluster)s withheld: {{stream}} / {{group}}'),
+        ],
+        width=24,
+        height=6,
       ),
 
       g.row('Declared backlogs', 48),
