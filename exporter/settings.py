@@ -56,7 +56,7 @@ class Settings:
     )
     database_url_file: str | None = option(
         FILE,
-        "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database-url",
+        "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database.url",
         metavar="FILE",
         aliases=("DATABASE_URL_FILE",),
     )
@@ -70,7 +70,7 @@ class Settings:
     )
     redis_url_file: str | None = option(
         FILE,
-        "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis-url",
+        "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis.url",
         metavar="FILE",
         aliases=("REDIS_URL_FILE",),
     )

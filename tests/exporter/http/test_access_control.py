@@ -64,7 +64,7 @@ def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
 @contextmanager
 def _https_exporter(platform: Platform, folder: Path, mutual: bool, workdir: Path) -> Iterator[RunningProcess]:
     """The exporter over TLS; with `mutual`, it requires a client certificate (and gets it when polled)."""
-    args = ["--database-url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
+    args = ["--database.url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
     ready: dict[str, object] = {"verify": _client_context(folder, "client.pem" if mutual else None)}
     with exporter_process(args, workdir, scheme="https", ready_kwargs=ready) as process:
         yield process

@@ -109,7 +109,7 @@ def test_malformed_web_config_exits_2(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "exporter",
-            "--database-url",
+            "--database.url",
             "postgresql://h/db",
             "--web.config.file",
             write(tmp_path, "basic_auth_users:\n  p: x\n"),
