@@ -41,6 +41,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "web_config_file": "--web.config.file",
         "http_max_connections": "--web.max-connections",
         "head_timeout": "--web.request-head-timeout",
+        "trusted_proxies": "--web.trusted-proxies",
         "log_format": "--log.format",
         "log_level": "--log.level",
     }

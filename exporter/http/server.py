@@ -77,7 +77,8 @@ def uvicorn_config(
         log_config=None,  # our own logging setup stays in place
         access_log=False,
         server_header=False,
-        # Proxy headers are refused outright, never trusted.
+        # Proxy headers never rewrite the client address; a forwarded request is refused
+        # unless its peer is a trusted proxy (ProxyBarrier).
         proxy_headers=False,
         # Idle keep-alive connections are closed after this; heads must arrive within head_timeout.
         timeout_keep_alive=15,
@@ -95,7 +96,7 @@ def uvicorn_config(
         # Registry order: the connection families, then the process families.
         return connections() + process.tail()
 
-    app = create_app(exporter, source, tail)
+    app = create_app(exporter, source, tail, settings.trusted_proxies or ())
     current = source.current()
     if current.tls is None:
         return uvicorn.Config(app, **options)
