@@ -179,7 +179,8 @@ class Settings:
     )
     web_config_file: str | None = option(
         FILE,
-        "exporter-toolkit web configuration (TLS, basic auth); re-read when its files change and on SIGHUP",
+        "exporter-toolkit web configuration (TLS, basic auth, headers, rate limit); re-read when its files change"
+        " and on SIGHUP",
         metavar="FILE",
     )
     http_max_connections: int | None = option(

@@ -17,6 +17,7 @@ from exporter.http.auth import BasicAuth
 from exporter.http.endpoint import MetricsEndpoint
 from exporter.http.middleware import ExtraHeaders, ProxyBarrier
 from exporter.http.proxies import Network
+from exporter.http.ratelimit import RateLimited
 from exporter.http.reload import StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import WebConfig
 from registry import VERSION
@@ -68,5 +69,8 @@ def create_app(
         wrapped = ExtraHeaders(wrapped, source)
     if fixed is None or fixed.basic_auth_users:
         wrapped = BasicAuth(wrapped, source)
+    # Before basic auth, as the toolkit: a request past the rate costs no bcrypt check.
+    if fixed is None or fixed.rate_limit is not None:
+        wrapped = RateLimited(wrapped, source)
     # Outermost: a proxied request is refused before anything else, auth included.
     return ProxyBarrier(wrapped, trusted_proxies)
