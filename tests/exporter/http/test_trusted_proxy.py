@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import trustme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from exporter.http.proxies import RefusalLog, TrustedProxies, is_trusted, peer_a
 from exporter.options import Refused
 from exporter.tools.throwaway import free_port
 from tests.hypotheses import examples
+from tests.pki import write_pki
 
 # Nothing listens there: the page says every signal is unmeasured, which is all a proxy test needs.
 DATABASE = ["--database.url", "postgresql://u:p@127.0.0.1:9/db"]
@@ -101,11 +101,7 @@ def test_a_proxy_outside_the_trusted_networks_is_refused(tmp_path: Path) -> None
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    server = ca.issue_cert("localhost", "127.0.0.1")
-    server.private_key_pem.write_to_path(str(folder / "server.key"))
-    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
-    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
+    write_pki(folder)
     (folder / "web.yml").write_text(
         f"tls_server_config:\n  cert_file: {folder / 'server.crt'}\n  key_file: {folder / 'server.key'}\n"
     )

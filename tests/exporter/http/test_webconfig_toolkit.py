@@ -13,13 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-import trustme
 
 from devkit.process import exporter_process
 from exporter.errors import ConfigError
 from exporter.http.limits import has_allowed_san
 from exporter.http.ratelimit import TokenBucket
 from exporter.http.webconfig import RateLimit, load_web_config
+from tests.pki import write_pki
 
 DATABASE = ["--database.url", "postgresql://u:p@127.0.0.1:9/db"]
 SECRET_KEY_TEXT = "-----BEGIN PRIVATE KEY-----\nMIIsecretmaterialXYZ\n-----END PRIVATE KEY-----\n"
@@ -28,13 +28,7 @@ SECRET_KEY_TEXT = "-----BEGIN PRIVATE KEY-----\nMIIsecretmaterialXYZ\n-----END P
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
-    server.private_key_pem.write_to_path(str(folder / "server.key"))
-    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
-    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
-    ca.issue_cert("prometheus@example.org").private_key_and_cert_chain_pem.write_to_path(str(folder / "allowed.pem"))
-    ca.issue_cert("intruder@example.org").private_key_and_cert_chain_pem.write_to_path(str(folder / "other.pem"))
+    write_pki(folder, {"allowed.pem": "prometheus@example.org", "other.pem": "intruder@example.org"})
     return folder
 
 
