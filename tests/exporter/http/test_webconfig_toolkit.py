@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from devkit.process import exporter_process
+from devkit.tools import tool
 from exporter.errors import ConfigError
 from exporter.http.limits import has_allowed_san
 from exporter.http.ratelimit import TokenBucket
@@ -220,3 +221,29 @@ def test_the_token_bucket_is_the_toolkit_limiter() -> None:
 def test_a_san_matches_exactly(sans: tuple[tuple[str, str], ...], allowed: set[str], admitted: bool) -> None:
     assert has_allowed_san({"subjectAltName": sans}, frozenset(allowed)) is admitted
     assert has_allowed_san(None, frozenset(allowed)) is False
+
+
+def _handshake(port: int, ca: Path, group: str) -> subprocess.CompletedProcess[str]:
+    """openssl s_client offering one key-exchange group, TLS 1.3 and 1.2 alike."""
+    command = [tool("openssl"), "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile", str(ca)]
+    command += ["-groups", group, "-verify_return_error", "-brief"]
+    return subprocess.run(command, input="", capture_output=True, text=True, timeout=30)
+
+
+def test_curve_preferences_is_the_one_group_a_client_can_use(pki: Path, tmp_path: Path) -> None:
+    config = _write(pki, "curve.yml", "  curve_preferences: [CurveP384]\n")
+    client = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    args = [*DATABASE, "--web.config.file", str(config)]
+    with exporter_process(args, tmp_path, scheme="https", ready_kwargs={"verify": client}) as exporter:
+        chosen = _handshake(exporter.port, pki / "ca.crt", "P-384")
+        other = _handshake(exporter.port, pki / "ca.crt", "X25519")
+    assert chosen.returncode == 0, chosen.stderr
+    assert "CONNECTION ESTABLISHED" in chosen.stderr
+    assert "Protocol version: TLSv1.3" in chosen.stderr
+    # No group in common: the server ends the handshake.
+    assert other.returncode != 0
+    assert "CONNECTION ESTABLISHED" not in other.stderr
+    # Without the key, OpenSSL's defaults take X25519.
+    plain = [*DATABASE, "--web.config.file", str(_write(pki, "no-curve.yml"))]
+    with exporter_process(plain, tmp_path, scheme="https", ready_kwargs={"verify": client}) as exporter:
+        assert "CONNECTION ESTABLISHED" in _handshake(exporter.port, pki / "ca.crt", "X25519").stderr
