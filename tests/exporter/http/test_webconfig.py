@@ -327,7 +327,7 @@ def test_check_config_on_a_terminal_refuses_an_encrypted_key_in_one_line(certs: 
     """On a terminal OpenSSL would prompt `Enter PEM pass phrase:` and wait: check-config answers at once."""
     key = _encrypted_key(certs)
     config = write(certs, TLS.replace("server.key", key.name))
-    argv = [sys.executable, "-m", "exporter", "check-config", "--database-url", "postgresql://h/db"]
+    argv = [sys.executable, "-m", "exporter", "check-config", "--database.url", "postgresql://h/db"]
     pid, terminal = pty.fork()
     if pid == 0:  # the child, its controlling terminal the pty
         os.execv(sys.executable, [*argv, "--web.config.file", config])  # noqa: S606 -- no shell: the argv as it is
