@@ -3,7 +3,7 @@ measures again), for bench/bus_size.py. Run as a script with the exporter's
 source tree first on PYTHONPATH, so that the code of another commit (the
 `--before` tree) is served the same way:
 
-    PYTHONPATH=/path/to/tree python bench/bus_serve.py serve --redis-url ... [serve options]
+    PYTHONPATH=/path/to/tree python bench/bus_serve.py serve --redis.url ... [serve options]
 """
 
 from __future__ import annotations

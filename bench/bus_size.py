@@ -204,7 +204,7 @@ async def serve(tree: Path, redis_url: str, declarations: Path, deadline: float)
         "serve",
         "--web.listen-address",
         f"127.0.0.1:{port}",
-        "--redis-url",
+        "--redis.url",
         redis_url,
         "--signals",
         "streams",
@@ -214,7 +214,7 @@ async def serve(tree: Path, redis_url: str, declarations: Path, deadline: float)
         f"{deadline:g}",
         "--ttl",
         f"{deadline + 1:g}",
-        "--log-level",
+        "--log.level",
         "error",
     ]
     started = time.perf_counter()

@@ -67,7 +67,7 @@ async def run(scenarios: list[str], connections: int, seconds: float, log_dir: P
             await platform.add_tenant(slug)
         for name in scenarios:
             mode, options = SCENARIOS[name]
-            args = ["--database-url", platform.exporter_url, "--ttl", "60", "--deadline", "5", *options]
+            args = ["--database.url", platform.exporter_url, "--ttl", "60", "--deadline", "5", *options]
             with exporter_process(args, log_dir) as process:
                 # Churn never holds them all at once: its ramp is cut short.
                 ramp = 60.0 if name.startswith("held") else 5.0

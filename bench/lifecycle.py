@@ -39,7 +39,7 @@ def exporter_command(url: str, port: int, ttl: float) -> list[str]:
         "-m",
         "exporter",
         "serve",
-        "--database-url",
+        "--database.url",
         url,
         "--signals",
         SIGNALS,
@@ -47,7 +47,7 @@ def exporter_command(url: str, port: int, ttl: float) -> list[str]:
         f"127.0.0.1:{port}",
         "--ttl",
         str(ttl),
-        "--log-level",
+        "--log.level",
         "warning",
     ]
 

@@ -460,15 +460,15 @@ async def run_load(
     await create_tenants(admin_url, tenants)
     await create_stream_groups_at(redis_server.url)
     args = [
-        "--database-url",
+        "--database.url",
         exporter_url(postgres, database),
-        "--redis-url",
+        "--redis.url",
         redis_server.url,
         "--ttl",
         f"{ttl:g}",
         "--deadline",
         f"{deadline:g}",
-        "--log-level",
+        "--log.level",
         "warning",
     ]
     with exporter_process(args, log_dir) as exporter:

@@ -262,15 +262,15 @@ async def soak(args: argparse.Namespace, postgres: LocalPostgres, redis_server: 
         tenants=args.tenants,
     )
     exporter_args = [
-        "--database-url",
+        "--database.url",
         exporter_url(postgres, database),
-        "--redis-url",
+        "--redis.url",
         redis_server.url,
         "--ttl",
         f"{args.ttl:g}",
         "--deadline",
         f"{args.deadline:g}",
-        "--log-level",
+        "--log.level",
         "warning",
     ]
     with exporter_process(exporter_args, postgres.base) as exporter:

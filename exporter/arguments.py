@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from exporter.flags import DEPRECATED_FLAGS, deprecated_spellings
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME
 from registry import VERSION
 
@@ -24,10 +25,40 @@ SETTINGS_COMMANDS = {
 }
 
 
+# Where the parsed namespace keeps the deprecated spellings given (see `deprecated_used`).
+DEPRECATED_DEST = "deprecated_flags"
+
+
+class _DeprecatedSpelling(argparse._AppendAction):
+    """An old spelling of an option: its value goes where the option's own flag puts
+    it (so giving both is refused as given twice), and the spelling is noted."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        used: list[str] = getattr(namespace, DEPRECATED_DEST, None) or []
+        if option_string is not None and option_string not in used:
+            used.append(option_string)
+        setattr(namespace, DEPRECATED_DEST, used)
+
+
+def _help(name: str) -> str:
+    item = OPTIONS_BY_NAME[name]
+    choices: tuple[str, ...] | None = getattr(item.parse, "choices", None)
+    accepts = f" (one of: {', '.join(choices)})" if choices else ""
+    default = f" (default: {item.shown_default})" if item.shown_default is not None else ""
+    formerly = "".join(f" (formerly {old}, still read, deprecated)" for old in deprecated_spellings(name))
+    return f"{item.help}{accepts}{default}{formerly} [env {' or '.join(item.envs)}]"
+
+
 def _add_options(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
     for name in names:
         item = OPTIONS_BY_NAME[name]
-        default = f" (default: {item.shown_default})" if item.shown_default is not None else ""
         parser.add_argument(
             item.flag,
             dest=item.name,
@@ -35,8 +66,12 @@ def _add_options(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
             # Every occurrence kept: an option given twice is refused, not silently the last.
             action="append",
             default=None,
-            help=f"{item.help}{default} [env {' or '.join(item.envs)}]",
+            help=_help(name),
         )
+        for old in deprecated_spellings(name):
+            parser.add_argument(
+                old, dest=item.name, metavar=item.metavar, action=_DeprecatedSpelling, help=argparse.SUPPRESS
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +99,16 @@ def with_command(arguments: Sequence[str]) -> list[str]:
 def option_values(parsed: argparse.Namespace) -> dict[str, Any]:
     """Each option's occurrences on the command line (None where not given)."""
     return {item.name: getattr(parsed, item.name, None) for item in OPTIONS}
+
+
+def deprecated_used(parsed: argparse.Namespace) -> tuple[str, ...]:
+    """The deprecated spellings given on the command line, each once, in their order."""
+    return tuple(getattr(parsed, DEPRECATED_DEST, None) or ())
+
+
+def replacement(old: str) -> str:
+    """The flag that replaces the deprecated spelling `old`."""
+    return OPTIONS_BY_NAME[DEPRECATED_FLAGS[old]].flag
 
 
 def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:

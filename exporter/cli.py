@@ -8,13 +8,22 @@ refuses, with the same words, every invalid setting on a line of its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exporter import logs
-from exporter.arguments import PROG, build_parser, command_parser, option_values, with_command
+from exporter.arguments import (
+    PROG,
+    build_parser,
+    command_parser,
+    deprecated_used,
+    option_values,
+    replacement,
+    with_command,
+)
 from exporter.backlogs import load_declarations
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
@@ -30,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The command's own usage, not the top-level one: that is where the option was mistyped.
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     values = option_values(args)
+    deprecated = deprecated_used(args)
     if args.command == "healthcheck":
         from exporter.tools.healthcheck import healthcheck
 
@@ -46,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ListenError) as exc:
         return refuse(exc, values)
     if args.command == "check-config":
+        logs.configure(settings.log_format, settings.log_level)
+        warn_deprecated(deprecated)
         print(f"configuration valid: {settings.summary(show_address(settings.listen_host, settings.listen_port))}")
         return 0
     if args.command == "diagnose":
@@ -53,7 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         logs.configure(settings.log_format, "error")
         return asyncio.run(diagnose(settings, print))
-    return _serve(settings, values)
+    return _serve(settings, values, deprecated)
+
+
+def warn_deprecated(spellings: Sequence[str]) -> None:
+    """One warning for each deprecated flag spelling given, once, at start."""
+    for old in spellings:
+        logging.getLogger(logs.STARTUP_LOGGER).warning(
+            "%s is deprecated and will be removed: use %s (same value, same environment variable)",
+            old,
+            replacement(old),
+        )
 
 
 def refuse(exc: ConfigError | ListenError, values: Mapping[str, Any]) -> int:
@@ -78,10 +100,11 @@ def _metrics(backlogs_file: str | None) -> str:
     return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 
-def _serve(settings: Settings, values: Mapping[str, Any]) -> int:
+def _serve(settings: Settings, values: Mapping[str, Any], deprecated: Sequence[str]) -> int:
     from exporter.http.server import serve
 
     logs.configure(settings.log_format, settings.log_level)
+    warn_deprecated(deprecated)
     try:
         return serve(settings)
     except ListenError as exc:

@@ -1,7 +1,9 @@
 """The command-line flag of every option, by the `Settings` field that declares it:
 the one place a flag is spelled. Plain data below everything else, so that an
 error or a hint can name the flag to set without importing the settings (which
-import most of the package). `exporter.options.declared` gives each declared
+import most of the package). One style for every flag, Prometheus' own: a
+component, a dot, then the setting in dashed words (`--database.batch-size`); a
+flag of one word has no component (`--ttl`). `exporter.options.declared` gives each declared
 option its flag from here, and fails at import when a field has none or a flag
 no field.
 """
@@ -16,10 +18,10 @@ from exporter.options import env_name
 FLAGS: Mapping[str, str] = MappingProxyType(
     {
         "listen_address": "--web.listen-address",
-        "database_url": "--database-url",
-        "database_url_file": "--database-url-file",
-        "redis_url": "--redis-url",
-        "redis_url_file": "--redis-url-file",
+        "database_url": "--database.url",
+        "database_url_file": "--database.url-file",
+        "redis_url": "--redis.url",
+        "redis_url_file": "--redis.url-file",
         "redis_tls_ca_file": "--redis.tls-ca-file",
         "redis_tls_cert_file": "--redis.tls-cert-file",
         "redis_tls_key_file": "--redis.tls-key-file",
@@ -39,8 +41,26 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "web_config_file": "--web.config.file",
         "http_max_connections": "--web.max-connections",
         "head_timeout": "--web.request-head-timeout",
-        "log_format": "--log-format",
-        "log_level": "--log-level",
+        "trusted_proxies": "--web.trusted-proxies",
+        "log_format": "--log.format",
+        "log_level": "--log.level",
+    }
+)
+
+
+# Earlier spellings still accepted, each the deprecated alias of the option (its
+# Settings field) that now has a Prometheus-style flag: a word for the component,
+# a dot, then the setting (`--log.level`, as every Prometheus exporter spells it).
+# Using one logs a warning once at start; the environment variables did not change
+# (dots and dashes both become underscores).
+DEPRECATED_FLAGS: Mapping[str, str] = MappingProxyType(
+    {
+        "--database-url": "database_url",
+        "--database-url-file": "database_url_file",
+        "--redis-url": "redis_url",
+        "--redis-url-file": "redis_url_file",
+        "--log-format": "log_format",
+        "--log-level": "log_level",
     }
 )
 
@@ -48,6 +68,11 @@ FLAGS: Mapping[str, str] = MappingProxyType(
 def flag_of(name: str) -> str:
     """The command-line flag of the option `name` (its Settings field)."""
     return FLAGS[name]
+
+
+def deprecated_spellings(name: str) -> tuple[str, ...]:
+    """The deprecated spellings still read for the option `name` (its Settings field)."""
+    return tuple(old for old, of in DEPRECATED_FLAGS.items() if of == name)
 
 
 def setting(name: str, value: str) -> str:

@@ -106,6 +106,7 @@ class Text:
 @dataclass(frozen=True)
 class Switch:
     kind: str = "true or false"
+    choices: tuple[str, ...] = ("true", "false")
 
     def __call__(self, raw: str, env: Mapping[str, str]) -> bool:
         return Choice(("true", "false", "1", "0", "yes", "no"))(raw, env) in ("true", "1", "yes")

@@ -22,6 +22,7 @@ from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import ListenAddress, ListenParser
+from exporter.http.proxies import Network, TrustedProxies
 from exporter.http.webconfig import WebConfig
 from exporter.options import Choice, Count, Names, Option, Seconds, Switch, Text, declared, option
 from exporter.sources.dsn import PostgresUrl
@@ -56,7 +57,7 @@ class Settings:
     )
     database_url_file: str | None = option(
         FILE,
-        "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database-url",
+        "file holding the PostgreSQL URL (a mounted secret; whitespace around it ignored); instead of --database.url",
         metavar="FILE",
         aliases=("DATABASE_URL_FILE",),
     )
@@ -70,7 +71,7 @@ class Settings:
     )
     redis_url_file: str | None = option(
         FILE,
-        "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis-url",
+        "file holding the Redis URL (a mounted secret; whitespace around it ignored); instead of --redis.url",
         metavar="FILE",
         aliases=("REDIS_URL_FILE",),
     )
@@ -178,7 +179,8 @@ class Settings:
     )
     web_config_file: str | None = option(
         FILE,
-        "exporter-toolkit web configuration (TLS, basic auth); re-read when its files change and on SIGHUP",
+        "exporter-toolkit web configuration (TLS, basic auth, headers, rate limit); re-read when its files change"
+        " and on SIGHUP",
         metavar="FILE",
     )
     http_max_connections: int | None = option(
@@ -193,6 +195,14 @@ class Settings:
         metavar="SECONDS",
         default="5",
         aliases=("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",),
+    )
+    trusted_proxies: tuple[Network, ...] | None = option(
+        TrustedProxies(),
+        "comma-separated addresses or CIDR networks of reverse proxies (a kube-rbac-proxy or oauth2 sidecar)"
+        " whose requests with X-Forwarded-For, Forwarded or X-Real-IP are answered; any other forwarded request"
+        " is answered 404",
+        metavar="CIDRS",
+        default_doc="none: every forwarded request is refused",
     )
     log_format: str = option(Choice(("text", "json")), "log format", metavar="FORMAT", default="text")
     log_level: str = option(Choice(("debug", "info", "warning", "error")), "log level", metavar="LEVEL", default="info")
@@ -221,8 +231,14 @@ class Settings:
             if streams
             else ""
         )
+        proxies = (
+            f", forwarded requests answered from {','.join(map(str, self.trusted_proxies))}"
+            if self.trusted_proxies
+            else ""
+        )
         return (
             f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
+            + proxies
             + declared
         )
 

@@ -277,7 +277,7 @@ local lib = import 'lib.libsonnet';
             forDuration=c.clusterLabelConflictFor,
           ),
           alert(
-            'OrpycamcpDatabaseUnderSeveralClusterLabels', 'warning', 'database',
+            'OrpycamcpDatabaseInSeveralClusters', 'warning', 'database',
             'count by (%s, %s) (%s) > 1' % [k, id, $.databasesScraped],
             'One database is scraped under several cluster label values.',
             'Database {{ $labels.%s }} is measured by targets of job {{ $labels.job }} labelled %s {{ range $i, $s := printf `%s` $labels.%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}"{{ $s.Labels.%s }}"{{ end }}: its replicas still merge by identity and the totals count it once, but its alerts fire once per label value. Give all its targets one value.' % [

@@ -212,7 +212,7 @@ def mentioned_flags() -> dict[str, list[str]]:
 
 def test_every_flag_mentioned_exists() -> None:
     exporter_flags = parser_flags(build_parser())
-    assert {"--web.listen-address", "--database-url", "--version"} <= exporter_flags
+    assert {"--web.listen-address", "--database.url", "--version"} <= exporter_flags
     unknown = {
         flag: places
         for flag, places in mentioned_flags().items()

@@ -15,6 +15,7 @@ import yaml
 
 from devkit.doctables import TABLES, GeneratedTable, current, declared_metrics_table
 from devkit.tools import tool
+from exporter.flags import deprecated_spellings
 from exporter.settings import OPTIONS
 from registry import BUILTIN
 
@@ -36,8 +37,11 @@ def test_generated_tables_name_every_family_and_option() -> None:
     pages = {table.marker: current(table) for table in TABLES}
     for family in BUILTIN.families:
         assert f"| `{family.name}` |" in pages["metrics-table"]
+    rows = pages["options-table"].splitlines()
     for option in OPTIONS:
-        assert f"| `{option.flag}` |" in pages["options-table"]
+        # The flag, then its deprecated spellings when it has any.
+        formerly = "".join(f"<br>formerly `{old}` (deprecated)" for old in deprecated_spellings(option.name))
+        assert sum(row.startswith(f"| `{option.flag}`{formerly} | ") for row in rows) == 1, option.flag
 
 
 def test_readme_opens_with_the_two_commands() -> None:

@@ -16,6 +16,8 @@ from exporter.exporter import Exporter
 from exporter.http.auth import BasicAuth
 from exporter.http.endpoint import MetricsEndpoint
 from exporter.http.middleware import ExtraHeaders, ProxyBarrier
+from exporter.http.proxies import Network
+from exporter.http.ratelimit import RateLimited
 from exporter.http.reload import StaticWebConfig, WebConfigSource
 from exporter.http.webconfig import WebConfig
 from registry import VERSION
@@ -29,9 +31,13 @@ LANDING_PAGE = f"""<!doctype html>
 
 
 def create_app(
-    exporter: Exporter, web: WebConfig | WebConfigSource | None = None, tail: Callable[[], bytes] | None = None
+    exporter: Exporter,
+    web: WebConfig | WebConfigSource | None = None,
+    tail: Callable[[], bytes] | None = None,
+    trusted_proxies: tuple[Network, ...] = (),
 ) -> ASGIApp:
-    """The app; `web` may be reloaded while serving, `tail` renders what follows each page."""
+    """The app; `web` may be reloaded while serving, `tail` renders what follows each page;
+    forwarded requests are answered only from `trusted_proxies`."""
 
     async def landing(request: Request) -> Response:
         return HTMLResponse(LANDING_PAGE)
@@ -63,5 +69,8 @@ def create_app(
         wrapped = ExtraHeaders(wrapped, source)
     if fixed is None or fixed.basic_auth_users:
         wrapped = BasicAuth(wrapped, source)
+    # Before basic auth, as the toolkit: a request past the rate costs no bcrypt check.
+    if fixed is None or fixed.rate_limit is not None:
+        wrapped = RateLimited(wrapped, source)
     # Outermost: a proxied request is refused before anything else, auth included.
-    return ProxyBarrier(wrapped)
+    return ProxyBarrier(wrapped, trusted_proxies)

@@ -29,9 +29,12 @@ the count of those not logged.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -46,6 +49,7 @@ HEAD_SLACK_BYTES = 256
 WARNING_INTERVAL_SECONDS = 60.0
 WARNED_PEERS = 1024
 INVALID_REQUEST = "Invalid HTTP request received."
+log = logging.getLogger("orpycamcp.http")
 
 
 class RequestHeadTooLarge(httptools.HttpParserError):
@@ -80,6 +84,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     max_head_bytes = MAX_HEAD_BYTES
     book: ConnectionBook | None = None
     warnings: PeerWarnings  # one per server, set by bounded_protocol
+    # The web configuration's current client_allowed_sans (None: any certificate the CA signed).
+    allowed_sans: Callable[[], frozenset[str] | None] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -90,6 +96,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         if self.book is not None and not self.book.opened(self):
             transport.close()  # at the cap and every connection busy
+            return
+        # Read from the class: a function stored on it is not a method of the connection.
+        allowed = type(self).allowed_sans
+        sans = allowed() if allowed is not None else None
+        if sans is not None and not has_allowed_san(transport.get_extra_info("peercert"), sans):
+            # client_allowed_sans: the handshake is done, no request is read.
+            log.debug("a client certificate without an allowed SAN was disconnected")
+            transport.close()
             return
         self._arm_head_timer()
 
@@ -192,8 +206,35 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
 
-def bounded_protocol(book: ConnectionBook | None, head_timeout: float) -> type[BoundedHttpToolsProtocol]:
-    """The protocol class for one server: its book (None: connections not counted) and its head time limit."""
+def has_allowed_san(peercert: Any, allowed: frozenset[str]) -> bool:
+    """Whether a verified client certificate (ssl's decoded form) carries one of the
+    allowed SANs, exactly: DNS names, IP addresses (compared as addresses), e-mail
+    addresses and URIs, as the exporter-toolkit matches them."""
+    entries = (peercert or {}).get("subjectAltName", ()) if isinstance(peercert, dict) else ()
+    addresses = {_address(name) for name in allowed} - {None}
+    for kind, value in entries:
+        if kind == "IP Address":
+            if _address(str(value).strip()) in addresses:
+                return True
+        elif value in allowed:
+            return True
+    return False
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def bounded_protocol(
+    book: ConnectionBook | None,
+    head_timeout: float,
+    allowed_sans: Callable[[], frozenset[str] | None] | None = None,
+) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class for one server: its book (None: connections not counted), its head
+    time limit, and the client certificate SANs it admits."""
 
     class Protocol(BoundedHttpToolsProtocol):
         pass
@@ -201,4 +242,5 @@ def bounded_protocol(book: ConnectionBook | None, head_timeout: float) -> type[B
     Protocol.book = book
     Protocol.head_timeout = head_timeout
     Protocol.warnings = PeerWarnings()
+    Protocol.allowed_sans = allowed_sans
     return Protocol

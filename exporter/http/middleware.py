@@ -5,22 +5,32 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from exporter.http.proxies import Network, RefusalLog, is_trusted, peer_address
 from exporter.http.reload import WebConfigSource
 
 PROXY_HEADERS = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
 
 
 class ProxyBarrier:
-    """404 for any request that came through a proxy: the metrics are for the
-    scraper on the private network only. Header names arrive lower-cased."""
+    """404 for any request that came through a proxy, unless its peer is a trusted
+    proxy (--web.trusted-proxies): the metrics are for the scraper on the private
+    network only. Header names arrive lower-cased. A refusal is logged, once per
+    peer in a while (exporter.http.proxies)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, trusted: tuple[Network, ...] = (), refusals: RefusalLog | None = None) -> None:
         self.app = app
+        self.trusted = trusted
+        self.refusals = refusals or RefusalLog()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and any(name.lower() in PROXY_HEADERS for name, _ in scope["headers"]):
-            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
-            return
+        if scope["type"] == "http":
+            forwarded = next((name.lower() for name, _ in scope["headers"] if name.lower() in PROXY_HEADERS), None)
+            if forwarded is not None:
+                peer = peer_address(scope.get("client"))
+                if not is_trusted(peer, self.trusted):
+                    self.refusals.refused(peer, forwarded.decode("latin-1"))
+                    await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
 

@@ -64,7 +64,13 @@ def uvicorn_config(
     web: WebConfig | WebConfigSource,
     book: ConnectionBook | None = None,
 ) -> uvicorn.Config:
-    protocol = bounded_protocol(book, settings.head_timeout)
+    source = web if not isinstance(web, WebConfig) else StaticWebConfig(web)
+
+    def allowed_sans() -> frozenset[str] | None:
+        tls = source.current().tls
+        return tls.allowed_sans if tls is not None else None
+
+    protocol = bounded_protocol(book, settings.head_timeout, allowed_sans)
     options: dict[str, Any] = dict(
         host=settings.listen_host,
         port=settings.listen_port,
@@ -77,7 +83,8 @@ def uvicorn_config(
         log_config=None,  # our own logging setup stays in place
         access_log=False,
         server_header=False,
-        # Proxy headers are refused outright, never trusted.
+        # Proxy headers never rewrite the client address; a forwarded request is refused
+        # unless its peer is a trusted proxy (ProxyBarrier).
         proxy_headers=False,
         # Idle keep-alive connections are closed after this; heads must arrive within head_timeout.
         timeout_keep_alive=15,
@@ -87,7 +94,6 @@ def uvicorn_config(
         limit_concurrency=None,
         backlog=4096,
     )
-    source = web if not isinstance(web, WebConfig) else StaticWebConfig(web)
     process = ProcessTail()
     connections = book.tail if book is not None else bytes
 
@@ -95,7 +101,7 @@ def uvicorn_config(
         # Registry order: the connection families, then the process families.
         return connections() + process.tail()
 
-    app = create_app(exporter, source, tail)
+    app = create_app(exporter, source, tail, settings.trusted_proxies or ())
     current = source.current()
     if current.tls is None:
         return uvicorn.Config(app, **options)
@@ -124,6 +130,11 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
         book.cap,
         settings.head_timeout,
     )
+    if web.http2_asked:
+        log.info(
+            "http_server_config.http2: true is not honoured: this exporter serves HTTP/1.1 only (uvicorn);"
+            " clients negotiate HTTP/1.1, as Prometheus scrapes"
+        )
     if settings.redis_tls.skip_verify:
         log.warning(
             "TLS to Redis accepts any certificate and host name (--redis.tls-insecure-skip-verify):"

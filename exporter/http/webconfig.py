@@ -1,5 +1,6 @@
 """The exporter-toolkit web configuration file (--web.config.file), the same
-format the official Prometheus exporters take: TLS and basic auth.
+format the official Prometheus exporters take: TLS, basic auth, headers, rate limit
+(the toolkit's less common keys: exporter.http.toolkit_keys).
 
 Parsed and checked completely at start; any problem is a ConfigError (exit 2).
 The file holds credentials (and a plaintext password or a hash may be left in
@@ -20,6 +21,7 @@ from typing import Any
 
 from exporter.errors import ConfigError
 from exporter.flags import flag_of
+from exporter.http import toolkit_keys
 from exporter.printable import has_control
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 
@@ -42,8 +44,11 @@ CLIENT_AUTH_TYPES = {
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
 TLS_KEYS = {"cert_file", "key_file", "client_ca_file", "client_auth_type", "min_version", "max_version"}
+# The toolkit's other TLS keys, read (or refused with the reason) by exporter.http.toolkit_keys.
+TLS_KEYS |= {"cert", "key", "client_ca", "cipher_suites", "curve_preferences", "prefer_server_cipher_suites"}
+TLS_KEYS |= {"client_allowed_sans"}
 HTTP_KEYS = {"headers", "http2"}
-TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config"}
+TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config", "rate_limit"}
 BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
 # bcrypt's work doubles with each step of its cost: 14 takes about a second on one
 # core, 31 days. A check that cannot end within a scrape is refused at start.
@@ -87,6 +92,11 @@ class TlsConfig:
     client_auth: ssl.VerifyMode = ssl.CERT_NONE
     min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     max_version: ssl.TLSVersion = ssl.TLSVersion.MAXIMUM_SUPPORTED
+    client_ca: str | None = field(default=None, repr=False)  # inline PEM
+    ciphers: str | None = None  # OpenSSL's spelling of cipher_suites
+    prefer_server_ciphers: bool = True
+    curve: str | None = None
+    allowed_sans: frozenset[str] | None = None
 
     def context(self) -> ssl.SSLContext:
         """The server's context; EncryptedKey (never a prompt on a terminal) when the key asks for a pass phrase."""
@@ -97,7 +107,25 @@ class TlsConfig:
         context.verify_mode = self.client_auth
         if self.client_ca_file:
             context.load_verify_locations(self.client_ca_file)
+        if self.client_ca:
+            context.load_verify_locations(cadata=self.client_ca)
+        if self.ciphers:
+            context.set_ciphers(self.ciphers)
+        if self.prefer_server_ciphers:
+            context.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
+        else:
+            context.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
+        if self.curve:
+            context.set_ecdh_curve(self.curve)
         return context
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """rate_limit: a token every `interval` seconds, `burst` at most (exporter.http.ratelimit)."""
+
+    interval: float
+    burst: int
 
 
 @dataclass(frozen=True)
@@ -105,6 +133,9 @@ class WebConfig:
     tls: TlsConfig | None = None
     basic_auth_users: Mapping[str, bytes] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    rate_limit: RateLimit | None = None
+    # http_server_config.http2: true asked for HTTP/2, which is not served (logged at start).
+    http2_asked: bool = False
 
 
 def _problem(detail: str) -> ConfigError:
@@ -143,6 +174,7 @@ def _file(base: Path, raw: Any, where: str) -> str:
 def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
     if not section:
         return None
+    toolkit_keys.refuse_inline_server_pem(section)
     if "cert_file" not in section or "key_file" not in section:
         raise _problem("tls_server_config needs both cert_file and key_file")
     auth_name = section.get("client_auth_type", "NoClientCert")
@@ -150,8 +182,14 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
         raise _problem(f"client_auth_type is not one of {', '.join(CLIENT_AUTH_TYPES)}")
     client_auth = CLIENT_AUTH_TYPES[auth_name]
     ca_file = _file(base, section["client_ca_file"], "client_ca_file") if section.get("client_ca_file") else None
-    if client_auth != ssl.CERT_NONE and ca_file is None:
-        raise _problem(f"client_auth_type {auth_name} needs client_ca_file")
+    client_ca = toolkit_keys.inline_client_ca(section.get("client_ca"))
+    if ca_file is not None and client_ca is not None:
+        raise _problem("client_ca_file and client_ca (inline) are exclusive: give one")
+    if client_auth != ssl.CERT_NONE and ca_file is None and client_ca is None:
+        raise _problem(f"client_auth_type {auth_name} needs client_ca_file (or client_ca inline)")
+    sans = toolkit_keys.allowed_sans(section.get("client_allowed_sans"))
+    if sans is not None and client_auth != ssl.CERT_REQUIRED:
+        raise _problem("client_allowed_sans needs client_auth_type RequireAndVerifyClientCert (else no SAN to match)")
     min_version, max_version = _versions(section)
     tls = TlsConfig(
         cert_file=_file(base, section["cert_file"], "cert_file"),
@@ -160,6 +198,11 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
         client_auth=client_auth,
         min_version=min_version,
         max_version=max_version,
+        client_ca=client_ca,
+        ciphers=toolkit_keys.cipher_string(section.get("cipher_suites")),
+        prefer_server_ciphers=toolkit_keys.prefer_server(section.get("prefer_server_cipher_suites")),
+        curve=toolkit_keys.curve(section.get("curve_preferences")),
+        allowed_sans=sans,
     )
     try:
         tls.context()
@@ -168,8 +211,9 @@ def _tls(section: dict[str, Any], base: Path) -> TlsConfig | None:
             f"key_file: {tls.key_file} is encrypted (it asks for a pass phrase): give the key unencrypted,"
             " readable by the exporter alone"
         ) from None
-    except (ssl.SSLError, OSError) as exc:
-        raise _problem(f"cannot load the TLS certificate, key or CA: {exc}") from None
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        # OpenSSL's reason names no content: an inline PEM's text is never repeated.
+        raise _problem(f"cannot load the TLS certificate, key, CA, cipher suites or curve: {exc}") from None
     return tls
 
 
@@ -258,6 +302,21 @@ def _headers(section: Any) -> dict[str, str]:
     return dict(section)
 
 
+def _rate_limit(section: Any) -> RateLimit | None:
+    if section is None:
+        return None
+    top = _mapping(section, "rate_limit", {"interval", "burst"})
+    interval = toolkit_keys.seconds(top.get("interval", 0), "rate_limit.interval")
+    burst = top.get("burst", 0)
+    if not isinstance(burst, int) or isinstance(burst, bool) or not 0 <= burst <= 1_000_000:
+        raise _problem("rate_limit.burst is not a whole number from 0 to 1000000")
+    if interval == 0:
+        return None  # the toolkit's "0 disables"
+    if burst == 0:
+        raise _problem("rate_limit.burst 0 with an interval refuses every request: give a burst of 1 or more")
+    return RateLimit(interval, burst)
+
+
 def load_web_config(path: str) -> WebConfig:
     file = Path(path)
     try:
@@ -277,4 +336,6 @@ def load_web_config(path: str) -> WebConfig:
         tls=_tls(_mapping(top.get("tls_server_config"), "tls_server_config", TLS_KEYS), base),
         basic_auth_users=_users(top.get("basic_auth_users")),
         headers=headers,
+        rate_limit=_rate_limit(top.get("rate_limit")),
+        http2_asked=toolkit_keys.http2(http.get("http2")),
     )

@@ -20,6 +20,7 @@ class PoolMode(StrEnum):
 @dataclass(frozen=True)
 class Mode:
     kind: str = " or ".join(mode.value for mode in PoolMode)
+    choices: tuple[str, ...] = tuple(mode.value for mode in PoolMode)
 
     def __call__(self, raw: str, env: Mapping[str, str]) -> PoolMode:
-        return PoolMode(Choice(tuple(mode.value for mode in PoolMode))(raw, env))
+        return PoolMode(Choice(self.choices)(raw, env))

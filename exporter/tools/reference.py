@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from exporter.flags import deprecated_spellings
 from exporter.settings import OPTIONS
 from exporter.tools.hints import HINTS, REDIS_HINTS
 from registry import BUILTIN, Registry
@@ -53,12 +54,14 @@ def _product_size(combinations: tuple[tuple[str, ...], ...]) -> int:
 
 def options_table() -> str:
     """Every option as declared (docs/configuration.md shows it): the environment
-    variable of the rule first, then the other names also read."""
+    variable of the rule first, then the other names also read; a flag's deprecated
+    spellings under it."""
     rows = ["| flag | environment | default | accepts | meaning |", "|---|---|---|---|---|"]
     for option in OPTIONS:
         default = f"`{option.default}`" if option.default is not None else option.default_doc or "–"
         env = f"`{option.env}`" + "".join(f"<br>also `{alias}`" for alias in option.aliases)
-        rows.append(f"| `{option.flag}` | {env} | {default} | {option.parse.kind} | {option.help} |")
+        formerly = "".join(f"<br>formerly `{old}` (deprecated)" for old in deprecated_spellings(option.name))
+        rows.append(f"| `{option.flag}`{formerly} | {env} | {default} | {option.parse.kind} | {option.help} |")
     return "\n".join(rows) + "\n"
 
 

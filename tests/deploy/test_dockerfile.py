@@ -141,7 +141,7 @@ def test_healthcheck_command_passes_on_a_running_exporter_and_fails_without_one(
         return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=30, check=False)
 
     # /-/healthy never touches the database: an unreachable one is fine here.
-    with exporter_process(["--database-url", "postgresql://nobody@127.0.0.1:1/none"], tmp_path) as running:
+    with exporter_process(["--database.url", "postgresql://nobody@127.0.0.1:1/none"], tmp_path) as running:
         assert httpx.get(running.url + "/-/healthy").status_code == 200
         passed = check(running.port)
         assert passed.returncode == 0, passed.stdout + passed.stderr

@@ -100,14 +100,14 @@ def test_metrics_and_check_config(installed: Path, tmp_path: Path) -> None:
     metrics = run(installed, tmp_path, "metrics")
     assert metrics.returncode == 0, metrics.stderr
     assert "`orpycamcp_signal_measured`" in metrics.stdout
-    check = run(installed, tmp_path, "check-config", "--database-url", "postgresql://u@127.0.0.1:1/d")
+    check = run(installed, tmp_path, "check-config", "--database.url", "postgresql://u@127.0.0.1:1/d")
     assert check.returncode == 0, check.stderr
     assert check.stdout.startswith("configuration valid: signals dlq,preservation,audit_chain on ")
 
 
 def test_diagnose(installed: Path, tmp_path: Path, pg_server: PostgresServer) -> None:
     platform = asyncio.run(create_platform(pg_server))
-    done = run(installed, tmp_path, "diagnose", "--database-url", platform.exporter_url)
+    done = run(installed, tmp_path, "diagnose", "--database.url", platform.exporter_url)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

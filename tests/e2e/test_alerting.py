@@ -96,7 +96,7 @@ def stack(
     rules = write_shortened_rules(
         tmp_path / "rules.yml", for_duration="2s", interval="1s", offset="10s", keep_firing_for="20s"
     )
-    args = ["--database-url", platform.exporter_url, "--redis-url", redis.url, "--ttl", "1", "--deadline", "0.8"]
+    args = ["--database.url", platform.exporter_url, "--redis.url", redis.url, "--ttl", "1", "--deadline", "0.8"]
     with (
         exporter_process(args, tmp_path) as exporter,
         alertmanager(REPO / "alerts" / "alertmanager.example.yml", tmp_path) as am,

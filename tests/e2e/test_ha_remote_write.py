@@ -155,7 +155,7 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
     rules = rules_for_remote_write(tmp_path)
     with ExitStack() as stack:
         exporter = stack.enter_context(
-            exporter_process(["--database-url", platform.exporter_url, "--ttl", "1", "--deadline", "0.8"], tmp_path)
+            exporter_process(["--database.url", platform.exporter_url, "--ttl", "1", "--deadline", "0.8"], tmp_path)
         )
         central = stack.enter_context(
             prometheus_server(

@@ -149,7 +149,7 @@ def two_shards(pg_server: PostgresServer) -> Iterator[tuple[Platform, Platform, 
 
 def shard_exporter_args(platform: Platform, redis_url: str) -> list[str]:
     """One shard's exporter: its own database, the platform's one Redis, refreshed every second."""
-    return ["--database-url", platform.exporter_url, "--redis-url", redis_url, "--ttl", "1", "--deadline", "0.8"]
+    return ["--database.url", platform.exporter_url, "--redis.url", redis_url, "--ttl", "1", "--deadline", "0.8"]
 
 
 def load_streams(url: str) -> None:

@@ -150,7 +150,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_check_config_refuses_in_one_line(tmp_path: Path, text: str, named: str) -> None:
     path = tmp_path / "bad.yml"
     path.write_text(text)
-    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(path))
+    done = run("check-config", "--database.url", DB, "--backlogs.config-file", str(path))
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr

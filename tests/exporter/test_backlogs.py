@@ -166,14 +166,14 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: str, named: str) -> None:
     path = tmp_path / "bad.yml"
     path.write_text(text)
-    done = run("check-config", "--database-url", DB, "--backlogs.config-file", str(path))
+    done = run("check-config", "--database.url", DB, "--backlogs.config-file", str(path))
     assert done.returncode == 2
     assert named in done.stderr
     assert done.stdout == ""
 
 
 def test_check_config_accepts_the_example() -> None:
-    done = run("check-config", "--database-url", DB, "--redis-url", REDIS, "--backlogs.config-file", str(EXAMPLE))
+    done = run("check-config", "--database.url", DB, "--redis.url", REDIS, "--backlogs.config-file", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     assert "signals dlq,preservation,audit_chain,streams,kyc_dead_letters,outbox" in done.stdout
     assert "streams declared: 2 consumer groups, 1 dead-letter stream" in done.stdout

@@ -73,7 +73,7 @@ def test_nested_aliases_are_refused_at_start_in_one_short_line(tmp_path: Path) -
             "-m",
             "exporter",
             "check-config",
-            "--database-url",
+            "--database.url",
             "postgresql://h/db",
             "--backlogs.config-file",
             str(path),

@@ -170,7 +170,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_check_config_accepts_streams_alone(tmp_path: Path) -> None:
     path = tmp_path / "streams.yml"
     path.write_text(STREAMS_ONLY)
-    done = run("check-config", "--redis-url", REDIS, "--backlogs.config-file", str(path))
+    done = run("check-config", "--redis.url", REDIS, "--backlogs.config-file", str(path))
     assert done.returncode == 0, done.stderr
     assert "signals streams " in done.stdout
     assert "streams declared: 3 consumer groups, 2 dead-letter streams" in done.stdout
@@ -179,7 +179,7 @@ def test_check_config_accepts_streams_alone(tmp_path: Path) -> None:
 def test_check_config_refuses_a_bad_stream_name_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yml"
     path.write_text('streams:\n  dead_letter_streams: ["billing\\u0007"]\n')
-    done = run("check-config", "--redis-url", REDIS, "--backlogs.config-file", str(path))
+    done = run("check-config", "--redis.url", REDIS, "--backlogs.config-file", str(path))
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr

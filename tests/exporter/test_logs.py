@@ -27,7 +27,7 @@ def test_json_formatter_keeps_the_structured_keys() -> None:
 
 def test_failed_measurements_are_logged_as_json_once_per_ttl_without_the_password(tmp_path: Path) -> None:
     url = "postgresql://orpycamcp_exporter:hunter2-secret@127.0.0.1:9/platform"
-    args = ["--database-url", url, "--log-format", "json", "--ttl", "30", "--deadline", "1"]
+    args = ["--database.url", url, "--log.format", "json", "--ttl", "30", "--deadline", "1"]
     with exporter_process(args, tmp_path) as process:
         for _ in range(3):
             assert httpx.get(process.url + "/metrics", timeout=10).status_code == 200
@@ -46,7 +46,7 @@ def test_failed_measurements_are_logged_as_json_once_per_ttl_without_the_passwor
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_startup_line_names_the_signals(tmp_path: Path, log_format: str) -> None:
-    args = ["--database-url", "postgresql://u:p@127.0.0.1:9/db", "--log-format", log_format]
+    args = ["--database.url", "postgresql://u:p@127.0.0.1:9/db", "--log.format", log_format]
     with exporter_process(args, tmp_path) as process:
         text = process.log()
     assert f"serving signals dlq,preservation,audit_chain on 127.0.0.1:{process.port}, TLS off, basic auth off" in text

@@ -60,19 +60,19 @@ def test_redis_enables_streams_and_signals_subset() -> None:
         ({"deadline": "0"}, "--deadline"),
         ({"deadline": "30"}, "--deadline"),
         ({"deadline": "31"}, "--deadline"),
-        ({"database_url": "mysql://x"}, "--database-url"),
-        ({"database_url": "postgresql://h:notaport/db"}, "--database-url"),
-        ({"redis_url": "http://x"}, "--redis-url"),
+        ({"database_url": "mysql://x"}, "--database.url"),
+        ({"database_url": "postgresql://h:notaport/db"}, "--database.url"),
+        ({"redis_url": "http://x"}, "--redis.url"),
         ({"signals": "dlq,bogus"}, "--signals"),
         ({"signals": ","}, "--signals"),
-        ({"signals": "streams"}, "--redis-url"),
+        ({"signals": "streams"}, "--redis.url"),
         ({"listen_address": "9874"}, "--web.listen-address"),
         ({"listen_address": ":99999"}, "--web.listen-address"),
         ({"max_connections": "0"}, "--database.max-connections"),
         ({"batch_size": "x"}, "--database.batch-size"),
-        ({"log_format": "xml"}, "--log-format"),
+        ({"log_format": "xml"}, "--log.format"),
         ({"pool_mode": "statement"}, "--database.pool-mode"),
-        ({"log_level": "loud"}, "--log-level"),
+        ({"log_level": "loud"}, "--log.level"),
     ],
 )
 def test_invalid_settings_name_the_setting(values: dict[str, str], setting: str) -> None:
@@ -96,10 +96,10 @@ def test_redact_url() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--ttl", "0", "--database-url", DB], "--ttl"),
-        (["--deadline", "40", "--database-url", DB], "--deadline"),
-        (["--database-url", "postgresql://u:secret@h:bad/db"], "--database-url"),
-        (["--signals", "nope", "--database-url", DB], "--signals"),
+        (["--ttl", "0", "--database.url", DB], "--ttl"),
+        (["--deadline", "40", "--database.url", DB], "--deadline"),
+        (["--database.url", "postgresql://u:secret@h:bad/db"], "--database.url"),
+        (["--signals", "nope", "--database.url", DB], "--signals"),
         (["--no-such-flag"], "--no-such-flag"),
     ],
 )
@@ -200,7 +200,7 @@ def test_database_urls_asyncpg_accepts_are_accepted(url: str) -> None:
 def test_database_urls_asyncpg_refuses_are_refused_with_the_reason(url: str, reason: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load({"database_url": url}, {})
-    assert raised.value.setting == "--database-url (ORPYCAMCP_DATABASE_URL)"
+    assert raised.value.setting == "--database.url (ORPYCAMCP_DATABASE_URL)"
     assert reason in str(raised.value)
     assert "secret" not in str(raised.value)
     assert "cret" not in str(raised.value).replace("--", "")
@@ -230,12 +230,12 @@ def test_urls_from_files_trailing_newline_ignored(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("values", "env", "setting", "reason"),
     [
-        ({"database_url": DB, "database_url_file": "F"}, {}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
-        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database-url (ORPYCAMCP_DATABASE_URL)", "not both"),
-        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis-url (ORPYCAMCP_REDIS_URL)", "not both"),
-        ({"database_url_file": "MISSING"}, {}, "--database-url-file", "cannot read MISSING: No such file"),
-        ({"database_url_file": "EMPTY"}, {}, "--database-url-file", "EMPTY is empty"),
-        ({"redis_url_file": "MISSING"}, {"DATABASE_URL": DB}, "--redis-url-file", "cannot read MISSING"),
+        ({"database_url": DB, "database_url_file": "F"}, {}, "--database.url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"database_url_file": "F"}, {"DATABASE_URL": DB}, "--database.url (ORPYCAMCP_DATABASE_URL)", "not both"),
+        ({"redis_url_file": "F"}, {"REDIS_URL": "redis://r"}, "--redis.url (ORPYCAMCP_REDIS_URL)", "not both"),
+        ({"database_url_file": "MISSING"}, {}, "--database.url-file", "cannot read MISSING: No such file"),
+        ({"database_url_file": "EMPTY"}, {}, "--database.url-file", "EMPTY is empty"),
+        ({"redis_url_file": "MISSING"}, {"DATABASE_URL": DB}, "--redis.url-file", "cannot read MISSING"),
     ],
 )
 def test_url_files_refused_with_the_reason(
@@ -258,7 +258,7 @@ def test_an_unreadable_url_file_exits_2_naming_the_file_not_its_content(tmp_path
     secret = tmp_path / "database-url"
     secret.write_text("postgresql://u:content-secret@h:bad/db\n")
     done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--database-url-file", str(tmp_path / "nope")],
+        [sys.executable, "-m", "exporter", "check-config", "--database.url-file", str(tmp_path / "nope")],
         capture_output=True,
         text=True,
         timeout=30,
@@ -312,10 +312,10 @@ def test_every_invalid_setting_is_reported_at_once() -> None:
             "--database.max-connections",
             "--database.batch-size",
             "--database.pool-mode",
-            "--log-level",
+            "--log.level",
             "--signals",
             "--web.listen-address",
-            "--database-url",
+            "--database.url",
             "--web.max-connections",
         ]
     )
@@ -328,7 +328,7 @@ def test_every_invalid_setting_is_reported_at_once() -> None:
 def test_a_url_refused_is_not_also_reported_missing() -> None:
     with pytest.raises(InvalidSettings) as raised:
         load({"database_url": "mysql://x"}, {})
-    assert [error.setting for error in raised.value.errors] == ["--database-url (ORPYCAMCP_DATABASE_URL)"]
+    assert [error.setting for error in raised.value.errors] == ["--database.url (ORPYCAMCP_DATABASE_URL)"]
 
 
 @pytest.mark.parametrize(
@@ -337,11 +337,11 @@ def test_a_url_refused_is_not_also_reported_missing() -> None:
         (["--web.listen-address", "127.0.0.1:9874", "--web.listen-address", "127.0.0.1:9875"], {}, "give it once"),
         (["--web.listen-address", "127.0.0.1:9874,127.0.0.1:9875"], {}, "give one HOST:PORT"),
         # With the URL the test adds: given twice, and neither value (nor its password) repeated.
-        (["--database-url", DB], {}, "--database-url (ORPYCAMCP_DATABASE_URL): given 2 times: give it once"),
+        (["--database.url", DB], {}, "--database.url (ORPYCAMCP_DATABASE_URL): given 2 times: give it once"),
         (["--web.listen-address", "exporter.invalid:9874"], {}, "cannot resolve the host 'exporter.invalid'"),
-        ([], {"ORPYCAMCP_DATABASE_URL_FILE": "SPACED"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): SPACED"),
-        ([], {"DATABASE_URL_FILE": "BADPORT"}, "--database-url-file (ORPYCAMCP_DATABASE_URL_FILE): BADPORT"),
-        (["--ttl", "5", "--deadline", "9", "--log-level", "loud"], {}, "--log-level"),
+        ([], {"ORPYCAMCP_DATABASE_URL_FILE": "SPACED"}, "--database.url-file (ORPYCAMCP_DATABASE_URL_FILE): SPACED"),
+        ([], {"DATABASE_URL_FILE": "BADPORT"}, "--database.url-file (ORPYCAMCP_DATABASE_URL_FILE): BADPORT"),
+        (["--ttl", "5", "--deadline", "9", "--log.level", "loud"], {}, "--log.level"),
     ],
 )
 def test_check_config_refuses_exactly_what_serve_refuses(
@@ -351,7 +351,7 @@ def test_check_config_refuses_exactly_what_serve_refuses(
     (tmp_path / "BADPORT").write_text("postgresql://u:secret@h:bad/db\n")
     env = {name: str(tmp_path / value) for name, value in env.items()}
     if not env:
-        args = [*args, "--database-url", DB]
+        args = [*args, "--database.url", DB]
     checked = exporter("check-config", *args, env=env)
     served = exporter("serve", *args, env=env)
     assert (checked.returncode, served.returncode) == (2, 2)
@@ -364,7 +364,7 @@ def test_check_config_refuses_exactly_what_serve_refuses(
 
 
 def test_check_config_lists_every_refusal_one_line_each() -> None:
-    done = exporter("check-config", "--ttl", "0", "--deadline", "x", "--signals", "nope", "--database-url", DB)
+    done = exporter("check-config", "--ttl", "0", "--deadline", "x", "--signals", "nope", "--database.url", DB)
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 3
@@ -372,14 +372,14 @@ def test_check_config_lists_every_refusal_one_line_each() -> None:
 
 
 def test_start_up_errors_follow_the_log_format() -> None:
-    done = exporter("--log-format", "json", "--ttl", "0", "--deadline", "x", "--database-url", DB)
+    done = exporter("--log.format", "json", "--ttl", "0", "--deadline", "x", "--database.url", DB)
     assert done.returncode == 2
     entries = [json.loads(line) for line in done.stderr.splitlines()]
     assert len(entries) == 2
     assert all(entry["level"] == "error" and entry["msg"].startswith("invalid setting --") for entry in entries)
     assert {entry["msg"].split(" ")[2] for entry in entries} == {"--ttl", "--deadline"}
     # The log format itself invalid: plain lines.
-    done = exporter("--log-format", "yaml", "--ttl", "0", "--database-url", DB)
+    done = exporter("--log.format", "yaml", "--ttl", "0", "--database.url", DB)
     assert done.returncode == 2
     assert all(line.startswith("orpycamcp-exporter: invalid setting --") for line in done.stderr.splitlines())
 
@@ -396,7 +396,7 @@ def test_an_address_in_use_is_a_json_line_under_json_logs() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         address = f"127.0.0.1:{taken.getsockname()[1]}"
-        done = exporter("--log-format", "json", "--web.listen-address", address, "--database-url", DB)
+        done = exporter("--log.format", "json", "--web.listen-address", address, "--database.url", DB)
     assert done.returncode == 2
     (entry,) = [json.loads(line) for line in done.stderr.splitlines()]
     assert entry["level"] == "error"

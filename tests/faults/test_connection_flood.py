@@ -36,7 +36,7 @@ def descriptors() -> None:
 
 @contextmanager
 def exporter(platform: Platform, tmp_path: Path, *options: str) -> Iterator[RunningProcess]:
-    args = ["--database-url", platform.exporter_url, "--ttl", "60", "--deadline", "5", *options]
+    args = ["--database.url", platform.exporter_url, "--ttl", "60", "--deadline", "5", *options]
     with exporter_process(args, tmp_path) as process:
         yield process
 

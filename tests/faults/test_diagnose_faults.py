@@ -134,14 +134,14 @@ async def test_diagnose_reports_every_signal_under_each_fault(
     platform = await create_platform(own_pg)
     await seeded(platform)
     url = await inject(platform, own_pg)
-    assert_statuses(await diagnose("--database-url", url, "--redis-url", streams_redis.url), failing)
+    assert_statuses(await diagnose("--database.url", url, "--redis.url", streams_redis.url), failing)
 
 
 async def test_an_unreadable_tenant_list_has_its_own_hint(own_pg: PostgresServer) -> None:
     platform = await create_platform(own_pg)
     await seeded(platform)
     await platform.execute(REVOKE_TENANTS)
-    done = await diagnose("--database-url", platform.exporter_url)
+    done = await diagnose("--database.url", platform.exporter_url)
     status_lines(done, ("dlq", "preservation", "audit_chain"))
     assert "GRANT SELECT ON public.tenants TO orpycamcp_exporter" in done.stdout
     assert "orpycamcp_grant_tenant" not in done.stdout  # the per-tenant grant would not help
@@ -158,12 +158,12 @@ async def test_a_locked_table_and_a_stalled_network_are_named(
     await proxy.start()
     try:
         await locker.execute('BEGIN; LOCK TABLE "tenant_acme".evento_dead_letter IN ACCESS EXCLUSIVE MODE')
-        locked = await diagnose("--database-url", platform.exporter_url, "--redis-url", streams_redis.url)
+        locked = await diagnose("--database.url", platform.exporter_url, "--redis.url", streams_redis.url)
         assert_statuses(locked, {"dlq": "lock_timeout"})
         await locker.execute("ROLLBACK")
         proxy.stall()
         stalled_url = platform.exporter_url.replace(f":{own_pg.port}/", f":{proxy.port}/")
-        stalled = await diagnose("--database-url", stalled_url, "--redis-url", streams_redis.url)
+        stalled = await diagnose("--database.url", stalled_url, "--redis.url", streams_redis.url)
         assert_statuses(stalled, every_postgres_signal("timeout"))
     finally:
         proxy.resume()
@@ -174,5 +174,5 @@ async def test_a_locked_table_and_a_stalled_network_are_named(
 async def test_redis_down_is_a_line_for_streams(platform: Platform, own_redis: RedisServer) -> None:
     await seeded(platform)
     own_redis.stop()
-    done = await diagnose("--database-url", platform.exporter_url, "--redis-url", own_redis.url)
+    done = await diagnose("--database.url", platform.exporter_url, "--redis.url", own_redis.url)
     assert_statuses(done, {"streams": "connection_error"})

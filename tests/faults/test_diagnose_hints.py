@@ -63,7 +63,7 @@ async def seeded(platform: Platform) -> None:
 async def test_a_role_without_connect_is_told_to_grant_connect(platform: Platform) -> None:
     await seeded(platform)
     await platform.execute(f"REVOKE CONNECT ON DATABASE {platform.database} FROM PUBLIC, orpycamcp_exporter")
-    done = await diagnose("--database-url", platform.exporter_url)
+    done = await diagnose("--database.url", platform.exporter_url)
     assert_every_signal_fails_for(done, Reason.CONNECT_NOT_GRANTED)
     assert f"may not connect to database '{platform.database}' (no CONNECT privilege)" in done.stdout
     assert "GRANT CONNECT ON DATABASE" in done.stdout
@@ -76,7 +76,7 @@ async def test_pgbouncer_up_with_its_server_down_says_so(platform: Platform) -> 
     users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
     with pgbouncer_server(free_port(), "transaction", users) as bouncer:  # nothing listens behind it
         url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
-        done = await diagnose("--database-url", url, "--database.pool-mode", "transaction")
+        done = await diagnose("--database.url", url, "--database.pool-mode", "transaction")
     assert_every_signal_fails_for(done, Reason.TIMEOUT)
     assert f"127.0.0.1:{bouncer.port} accepts connections but gave no session within 2 s" in done.stdout
     assert f"hint: {NO_SESSION_HINT}" in done.stdout
@@ -94,7 +94,7 @@ async def test_statement_pooling_is_not_supported_and_says_what_to_use(
     with pgbouncer_server(pg_server.port, "statement", users) as bouncer:
         url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
         for mode in ("session", "transaction"):
-            done = await diagnose("--database-url", url, "--database.pool-mode", mode)
+            done = await diagnose("--database.url", url, "--database.pool-mode", mode)
             assert_every_signal_fails_for(done, Reason.STATEMENT_POOLER)
             assert "not supported" in done.stdout
             assert "use transaction pooling (pool_mode = transaction) with --database.pool-mode transaction" in (
@@ -109,7 +109,7 @@ async def test_session_mode_through_a_transaction_pooler_measures_nothing(
     await seeded(platform)
     users = {EXPORTER_ROLE: EXPORTER_PASSWORD}
     with pgbouncer_server(pg_server.port, "transaction", users) as bouncer:
-        done = await diagnose("--database-url", bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database))
+        done = await diagnose("--database.url", bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database))
     assert "FAIL pool mode session, but a transaction pooler is in front of the database" in done.stdout
     assert_every_signal_fails_for(done, Reason.TRANSACTION_POOLER)
     assert "ok   " not in done.stdout
@@ -133,7 +133,7 @@ async def test_a_slow_tenant_is_named(platform: Platform, tmp_path: Path) -> Non
         "    pending:\n      status: pending\n"
     )
     done = await diagnose(
-        "--database-url", platform.exporter_url, "--backlogs.config-file", str(declared), "--signals", "slow"
+        "--database.url", platform.exporter_url, "--backlogs.config-file", str(declared), "--signals", "slow"
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL slow: not measurable: timeout: not complete within the 2 s deadline" in done.stdout

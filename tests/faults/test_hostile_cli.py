@@ -26,7 +26,7 @@ from tests.properties.test_configurations import DECLARATIONS, HOSTS, WEB, docum
 from tests.properties.test_secrets import PASSWORDS, leaks, twin
 
 # Nothing listens there: serve starts, every measurement is refused at once.
-SOURCES = ["--database-url", "postgresql://u:p@127.0.0.1:1/db", "--redis-url", "redis://127.0.0.1:1/0"]
+SOURCES = ["--database.url", "postgresql://u:p@127.0.0.1:1/db", "--redis.url", "redis://127.0.0.1:1/0"]
 STARTED = "serving signals"
 
 
@@ -117,9 +117,9 @@ def test_check_config_serve_and_healthcheck_refuse_a_listen_host_alike(host: str
 
 
 def printed(url: str) -> str:
-    checked = check_config("--database-url", url)
+    checked = check_config("--database.url", url)
     diagnosed = subprocess.run(
-        [sys.executable, "-m", "exporter", "diagnose", "--database-url", url, "--deadline", "2"],
+        [sys.executable, "-m", "exporter", "diagnose", "--database.url", url, "--deadline", "2"],
         capture_output=True,
         text=True,
         timeout=60,

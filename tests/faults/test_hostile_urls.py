@@ -30,30 +30,30 @@ def hostile_urls(platform: Platform, redis: RedisServer) -> dict[str, tuple[str,
     pg = platform.server.port
     db = platform.database
     return {
-        "unencoded password": ("--database-url", f"postgresql://orpycamcp_exporter:{PASSWORD}@127.0.0.1:{pg}/{db}"),
-        "unencoded, no port": ("--database-url", f"postgresql://u:{PASSWORD}@localhost/{db}"),
-        "encoded password": ("--database-url", f"postgresql://orpycamcp_exporter:{ENCODED}@127.0.0.1:{pg}/{db}"),
-        "empty user": ("--database-url", f"postgresql://:{PLAIN}@127.0.0.1:{pg}/{db}"),
-        "ipv6 host": ("--database-url", f"postgresql://orpycamcp_exporter:{ENCODED}@[::1]:{pg}/{db}"),
+        "unencoded password": ("--database.url", f"postgresql://orpycamcp_exporter:{PASSWORD}@127.0.0.1:{pg}/{db}"),
+        "unencoded, no port": ("--database.url", f"postgresql://u:{PASSWORD}@localhost/{db}"),
+        "encoded password": ("--database.url", f"postgresql://orpycamcp_exporter:{ENCODED}@127.0.0.1:{pg}/{db}"),
+        "empty user": ("--database.url", f"postgresql://:{PLAIN}@127.0.0.1:{pg}/{db}"),
+        "ipv6 host": ("--database.url", f"postgresql://orpycamcp_exporter:{ENCODED}@[::1]:{pg}/{db}"),
         "password in the query": (
-            "--database-url",
+            "--database.url",
             f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={ENCODED}",
         ),
-        "password as the user": ("--database-url", f"postgresql://{PASSWORD}@127.0.0.1:{pg}/{db}"),
+        "password as the user": ("--database.url", f"postgresql://{PASSWORD}@127.0.0.1:{pg}/{db}"),
         "unencoded password in the query": (
-            "--database-url",
+            "--database.url",
             f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={PASSWORD}",
         ),
         "unencoded password in the query, & for #": (
-            "--database-url",
+            "--database.url",
             f"postgresql://orpycamcp_exporter@127.0.0.1:{pg}/{db}?password={PASSWORD.replace('#', '&')}",
         ),
         "redis unencoded password in the query": (
-            "--redis-url",
+            "--redis.url",
             f"redis://127.0.0.1:{redis.port}/0?password={PASSWORD}",
         ),
-        "redis unencoded": ("--redis-url", f"redis://:{PASSWORD}@127.0.0.1:{redis.port}/0"),
-        "redis encoded, ipv6": ("--redis-url", f"redis://default:{ENCODED}@[::1]:{redis.port}/0"),
+        "redis unencoded": ("--redis.url", f"redis://:{PASSWORD}@127.0.0.1:{redis.port}/0"),
+        "redis encoded, ipv6": ("--redis.url", f"redis://default:{ENCODED}@[::1]:{redis.port}/0"),
     }
 
 
@@ -82,9 +82,9 @@ def serve_once(option: str, url: str, log_format: str) -> str:
         f"127.0.0.1:{port}",
         "--deadline",
         "2",
-        "--log-level",
+        "--log.level",
         "debug",
-        "--log-format",
+        "--log.format",
         log_format,
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -137,7 +137,7 @@ def test_no_command_prints_the_password(module_platform: Platform, redis: RedisS
 
 
 def test_an_unencoded_password_is_refused_with_the_remedy() -> None:
-    done = run("check-config", "--database-url", f"postgresql://exp:{PASSWORD}@db.internal:5432/platform")
+    done = run("check-config", "--database.url", f"postgresql://exp:{PASSWORD}@db.internal:5432/platform")
     assert done.returncode == 2
     assert "postgresql://(rest not shown: it does not parse one way)" in done.stderr
     assert "percent-encode" in done.stderr

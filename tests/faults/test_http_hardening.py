@@ -25,7 +25,7 @@ SLOW_CLIENT_PATIENCE = 25.0
 
 @pytest.fixture(scope="module")
 def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProcess]:
-    args = ["--database-url", module_platform.exporter_url, "--ttl", "2", "--deadline", "1"]
+    args = ["--database.url", module_platform.exporter_url, "--ttl", "2", "--deadline", "1"]
     with exporter_process(args, tmp_path_factory.mktemp("hardening")) as process:
         yield process
 
@@ -117,7 +117,7 @@ def test_slow_clients_are_cut(running: RunningProcess) -> None:
 def test_wrong_password_over_http_is_named_and_never_logged(module_platform: Platform, tmp_path: Path) -> None:
     wrong = "Not-The-Password-42"
     url = module_platform.exporter_url.replace(EXPORTER_PASSWORD, wrong)
-    with exporter_process(["--database-url", url, "--ttl", "2", "--deadline", "1"], tmp_path) as process:
+    with exporter_process(["--database.url", url, "--ttl", "2", "--deadline", "1"], tmp_path) as process:
         started = time.monotonic()
         response = httpx.get(process.url + "/metrics", headers=HEADERS, timeout=SCRAPE_TIMEOUT + 2)
         assert time.monotonic() - started < SCRAPE_TIMEOUT
@@ -134,7 +134,7 @@ def test_wrong_password_over_http_is_named_and_never_logged(module_platform: Pla
 
 def test_unknown_host_over_http_is_named_and_never_logged(module_platform: Platform, tmp_path: Path) -> None:
     url = f"postgresql://orpycamcp_exporter:{EXPORTER_PASSWORD}@no-such-host.invalid:5432/{module_platform.database}"
-    with exporter_process(["--database-url", url, "--ttl", "2", "--deadline", "1"], tmp_path) as process:
+    with exporter_process(["--database.url", url, "--ttl", "2", "--deadline", "1"], tmp_path) as process:
         started = time.monotonic()
         response = httpx.get(process.url + "/metrics", headers=HEADERS, timeout=SCRAPE_TIMEOUT + 2)
         assert time.monotonic() - started < SCRAPE_TIMEOUT

@@ -56,7 +56,11 @@ DECLARATIONS = yaml.safe_load((ROOT / "deploy" / "backlogs.example.yml").read_te
 HASH = bcrypt.hashpw(b"scrape-pass", bcrypt.gensalt(rounds=4)).decode()
 WEB = {
     "basic_auth_users": {"prometheus": HASH, "grafana": HASH},
-    "http_server_config": {"headers": {"X-Frame-Options": "deny", "Strict-Transport-Security": "max-age=3600"}},
+    "http_server_config": {
+        "headers": {"X-Frame-Options": "deny", "Strict-Transport-Security": "max-age=3600"},
+        "http2": True,
+    },
+    "rate_limit": {"interval": "1m30s", "burst": 100},
 }
 # The same with TLS: the files are written beside the document (paths relative to it).
 WEB_TLS = {

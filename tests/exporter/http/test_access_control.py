@@ -16,6 +16,7 @@ import pytest
 import trustme
 
 from devkit.process import RunningProcess, exporter_process
+from tests.pki import write_pki
 from tests.platform import Platform
 from tests.scrapes import parse
 
@@ -25,13 +26,7 @@ PASSWORD = "scrape-pass-7f1"
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[trustme.CA, Path]:
     folder = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
-    server.private_key_pem.write_to_path(str(folder / "server.key"))
-    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
-    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
-    client = ca.issue_cert("prometheus@example.org")
-    client.private_key_and_cert_chain_pem.write_to_path(str(folder / "client.pem"))
+    ca = write_pki(folder, {"client.pem": "prometheus@example.org"})
     other_ca = trustme.CA()
     other_ca.issue_cert("intruder@example.org").private_key_and_cert_chain_pem.write_to_path(
         str(folder / "intruder.pem")
@@ -64,7 +59,7 @@ def _client_context(folder: Path, cert: str | None) -> ssl.SSLContext:
 @contextmanager
 def _https_exporter(platform: Platform, folder: Path, mutual: bool, workdir: Path) -> Iterator[RunningProcess]:
     """The exporter over TLS; with `mutual`, it requires a client certificate (and gets it when polled)."""
-    args = ["--database-url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
+    args = ["--database.url", platform.exporter_url, "--web.config.file", str(_web_config(folder, mutual))]
     ready: dict[str, object] = {"verify": _client_context(folder, "client.pem" if mutual else None)}
     with exporter_process(args, workdir, scheme="https", ready_kwargs=ready) as process:
         yield process

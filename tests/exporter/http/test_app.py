@@ -18,7 +18,7 @@ from tests.scrapes import parse
 
 @pytest.fixture(scope="module")
 def running(module_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProcess]:
-    with exporter_process(["--database-url", module_platform.exporter_url], tmp_path_factory.mktemp("app")) as process:
+    with exporter_process(["--database.url", module_platform.exporter_url], tmp_path_factory.mktemp("app")) as process:
         yield process
 
 
@@ -128,7 +128,7 @@ def test_query_string_is_ignored(running: RunningProcess) -> None:
 
 def test_health_does_not_depend_on_the_database(tmp_path: Path) -> None:
     dead = "postgresql://orpycamcp_exporter:pw@127.0.0.1:9/nowhere"
-    with exporter_process(["--database-url", dead, "--deadline", "1", "--ttl", "2"], tmp_path) as process:
+    with exporter_process(["--database.url", dead, "--deadline", "1", "--ttl", "2"], tmp_path) as process:
         assert httpx.get(process.url + "/-/healthy").status_code == 200
         assert httpx.get(process.url + "/-/ready").status_code == 200
         response = httpx.get(process.url + "/metrics")

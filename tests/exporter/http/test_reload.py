@@ -90,7 +90,7 @@ def site(module_platform: Platform, tmp_path: Path) -> Iterator[Site]:
     ca.cert_pem.write_to_path(str(folder / "ca.crt"))
     first = issue(ca, folder)
     (folder / "web.yml").write_bytes(web_config(PASSWORD))
-    args = ["--database-url", module_platform.exporter_url, "--web.config.file", str(folder / "web.yml")]
+    args = ["--database.url", module_platform.exporter_url, "--web.config.file", str(folder / "web.yml")]
     ready: dict[str, object] = {"verify": ssl.create_default_context(cafile=str(folder / "ca.crt"))}
     with exporter_process(args, tmp_path, scheme="https", ready_kwargs=ready) as process:
         yield Site(ca, folder, process, first)

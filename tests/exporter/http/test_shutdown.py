@@ -32,7 +32,7 @@ async def test_sigterm_lets_the_scrape_in_flight_finish_and_exits_0(platform: Pl
     await platform.add_tenant("acme")
     locker = await asyncpg.connect(platform.admin_url)
     # lock_timeout is a quarter of the deadline: 1 s for the scrape to be seen waiting on the lock.
-    args = ["--database-url", platform.exporter_url, "--ttl", "5", "--deadline", "4"]
+    args = ["--database.url", platform.exporter_url, "--ttl", "5", "--deadline", "4"]
     try:
         with exporter_process(args, tmp_path) as process:
             async with httpx.AsyncClient(base_url=process.url, timeout=10) as client:
@@ -87,7 +87,7 @@ async def test_sigterm_during_a_measurement_leaves_no_backend_and_no_redis_clien
     await platform.add_tenant("acme")
     await platform.put_dead_letters_to_sleep("acme")
     # The deadline (and so the statement timeout) far beyond the check: only the shutdown can end the statement.
-    args = ["--database-url", platform.exporter_url, "--redis-url", redis.url, "--ttl", "60", "--deadline", "40"]
+    args = ["--database.url", platform.exporter_url, "--redis.url", redis.url, "--ttl", "60", "--deadline", "40"]
     client = Redis.from_url(redis.url, decode_responses=True)
     try:
         with exporter_process(args, tmp_path) as process:
@@ -135,7 +135,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_a_sigterm_while_starting_stops_the_exporter_with_0() -> None:
-    command = [sys.executable, "-c", SIGNALLED_BEFORE_UVICORN, "serve", "--redis-url", "redis://127.0.0.1:1/0"]
+    command = [sys.executable, "-c", SIGNALLED_BEFORE_UVICORN, "serve", "--redis.url", "redis://127.0.0.1:1/0"]
     command += ["--web.listen-address", f"127.0.0.1:{free_port()}"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
@@ -149,7 +149,7 @@ def test_a_sigterm_while_starting_stops_the_exporter_with_0() -> None:
 def test_sigterm_while_the_server_starts_stops_it(delay_ms: int) -> None:
     """A SIGTERM between the start-up line and uvicorn taking the signals is not lost:
     the server stops once started instead of serving on."""
-    command = [sys.executable, "-m", "exporter", "serve", "--database-url", "postgresql://u:p@127.0.0.1:1/db"]
+    command = [sys.executable, "-m", "exporter", "serve", "--database.url", "postgresql://u:p@127.0.0.1:1/db"]
     command += ["--web.listen-address", "127.0.0.1:0"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
         assert process.stdout is not None

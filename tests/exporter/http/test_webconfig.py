@@ -14,11 +14,11 @@ from pathlib import Path
 
 import bcrypt
 import pytest
-import trustme
 from cryptography.hazmat.primitives import serialization
 
 from exporter.errors import ConfigError
 from exporter.http.webconfig import load_web_config
+from tests.pki import write_pki
 
 # A fixed salt: test ids below hold the hash, and parallel workers must collect the same ids.
 HASH = bcrypt.hashpw(b"scrape-pass", b"$2b$04$2Wn7rQIr.2zMhiiS03S6w.").decode()
@@ -27,11 +27,7 @@ HASH = bcrypt.hashpw(b"scrape-pass", b"$2b$04$2Wn7rQIr.2zMhiiS03S6w.").decode()
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("certs")
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
-    server.private_key_pem.write_to_path(str(folder / "server.key"))
-    server.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
-    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
+    write_pki(folder)
     return folder
 
 
@@ -109,7 +105,7 @@ def test_malformed_web_config_exits_2(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "exporter",
-            "--database-url",
+            "--database.url",
             "postgresql://h/db",
             "--web.config.file",
             write(tmp_path, "basic_auth_users:\n  p: x\n"),
@@ -331,7 +327,7 @@ def test_check_config_on_a_terminal_refuses_an_encrypted_key_in_one_line(certs: 
     """On a terminal OpenSSL would prompt `Enter PEM pass phrase:` and wait: check-config answers at once."""
     key = _encrypted_key(certs)
     config = write(certs, TLS.replace("server.key", key.name))
-    argv = [sys.executable, "-m", "exporter", "check-config", "--database-url", "postgresql://h/db"]
+    argv = [sys.executable, "-m", "exporter", "check-config", "--database.url", "postgresql://h/db"]
     pid, terminal = pty.fork()
     if pid == 0:  # the child, its controlling terminal the pty
         os.execv(sys.executable, [*argv, "--web.config.file", config])  # noqa: S606 -- no shell: the argv as it is

@@ -301,7 +301,7 @@ async def test_a_state_outside_the_declared_values_is_unmeasured_and_named_by_di
     assert outcome.failure.reason == "unregistered_value"
     assert "archived" in outcome.failure.detail
 
-    done = run("diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", path)
+    done = run("diagnose", "--database.url", tenants.exporter_url, "--backlogs.config-file", path)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     failing = [line for line in lines if line.startswith("FAIL kyc_dead_letters")]
@@ -351,7 +351,7 @@ async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog
     )
     await tenants.execute("VACUUM ANALYZE tenant_globex.dead_letter_queue")
     with_states = run(
-        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, KYC)
+        "diagnose", "--database.url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, KYC)
     )
     assert with_states.returncode == 0, with_states.stdout + with_states.stderr
     assert "warn" not in with_states.stdout
@@ -359,7 +359,7 @@ async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog
     arrivals_only = without(KYC, "states")
     assert arrivals_only != KYC
     done = run(
-        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
+        "diagnose", "--database.url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "with a sequential scan for its pending rows and recent arrivals" in done.stdout
@@ -370,7 +370,7 @@ async def test_diagnose_does_not_warn_of_a_whole_table_read_for_a_states_backlog
     await tenants.execute(pending_index)
     await tenants.execute("VACUUM ANALYZE tenant_globex.dead_letter_queue")
     indexed = run(
-        "diagnose", "--database-url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
+        "diagnose", "--database.url", tenants.exporter_url, "--backlogs.config-file", write(tmp_path, arrivals_only)
     )
     assert indexed.returncode == 0, indexed.stdout + indexed.stderr
     assert "warn" not in indexed.stdout, indexed.stdout

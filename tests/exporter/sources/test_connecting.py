@@ -237,5 +237,5 @@ def test_urls_from_files(tls: TlsServer, tmp_path: Path) -> None:
     assert "ok   dlq: measurable" in done.stdout
     assert SPECIAL_PASSWORD not in done.stdout
     assert urllib.parse.quote(SPECIAL_PASSWORD, safe="") not in done.stdout
-    done = run_cli(["diagnose", "--database-url-file", str(secret)], {})
+    done = run_cli(["diagnose", "--database.url-file", str(secret)], {})
     assert done.returncode == 0, done.stdout + done.stderr

@@ -182,7 +182,7 @@ def test_the_flags_and_their_environment_variables_load(pki: dict[str, TlsFiles]
 
 def test_check_config_refuses_a_missing_ca_file_with_exit_2() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--redis-url", URL, "--redis.tls-ca-file", "/nope/ca.pem"],
+        [sys.executable, "-m", "exporter", "check-config", "--redis.url", URL, "--redis.tls-ca-file", "/nope/ca.pem"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -201,7 +201,7 @@ def test_skipping_verification_is_a_warning_at_start(tls_redis: TlsRedis) -> Non
         "-m",
         "exporter",
         "serve",
-        "--redis-url",
+        "--redis.url",
         tls_redis.tls_url,
         "--redis.tls-insecure-skip-verify",
         "true",

@@ -135,7 +135,7 @@ def test_check_config_and_serve_refuse_alike(url: str) -> None:
     outputs = []
     for command in ("check-config", "serve"):
         done = subprocess.run(
-            [sys.executable, "-m", "exporter", command, "--redis-url", url, "--web.listen-address", "127.0.0.1:0"],
+            [sys.executable, "-m", "exporter", command, "--redis.url", url, "--web.listen-address", "127.0.0.1:0"],
             capture_output=True,
             text=True,
             timeout=60,

@@ -26,7 +26,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def test_healthy_database_exits_0(platform: Platform) -> None:
     await platform.add_tenant("acme")
-    done = run("diagnose", "--database-url", platform.exporter_url)
+    done = run("diagnose", "--database.url", platform.exporter_url)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 active tenants" in done.stdout
     for signal in ("dlq", "preservation", "audit_chain"):
@@ -39,7 +39,7 @@ async def test_broken_tenant_is_named_with_a_hint(platform: Platform) -> None:
         await platform.add_tenant(slug)
     await platform.execute('DROP TABLE "tenant_globex".preservation_retry')
     await platform.add_dead_letter("initech", "e1", "billing-service", "pending", at("2026-11-01 00:00:00"))
-    done = run("diagnose", "--database-url", platform.exporter_url)
+    done = run("diagnose", "--database.url", platform.exporter_url)
     assert done.returncode == 1
     assert "ok   audit_chain" in done.stdout
     assert "FAIL preservation: not measurable: missing_table" in done.stdout
@@ -52,14 +52,14 @@ async def test_broken_tenant_is_named_with_a_hint(platform: Platform) -> None:
 async def test_missing_grant_is_named(platform: Platform) -> None:
     await platform.add_tenant("acme")
     await platform.execute('REVOKE SELECT ON "tenant_acme".evento_dead_letter FROM orpycamcp_exporter')
-    done = run("diagnose", "--database-url", platform.exporter_url, "--signals", "dlq")
+    done = run("diagnose", "--database.url", platform.exporter_url, "--signals", "dlq")
     assert done.returncode == 1
     assert "permission_denied" in done.stdout
     assert "orpycamcp_grant_tenant" in done.stdout
 
 
 def test_unreachable_database() -> None:
-    done = run("diagnose", "--database-url", "postgresql://u:topsecret@127.0.0.1:9/db", "--deadline", "2")
+    done = run("diagnose", "--database.url", "postgresql://u:topsecret@127.0.0.1:9/db", "--deadline", "2")
     assert done.returncode == 1
     assert "connection_error" in done.stdout
     assert "topsecret" not in done.stdout + done.stderr
@@ -67,10 +67,10 @@ def test_unreachable_database() -> None:
 
 
 def test_check_config() -> None:
-    good = run("check-config", "--database-url", "postgresql://u:p@h/db", "--ttl", "60")
+    good = run("check-config", "--database.url", "postgresql://u:p@h/db", "--ttl", "60")
     assert good.returncode == 0
     assert "configuration valid" in good.stdout
-    bad = run("check-config", "--database-url", "postgresql://u:p@h/db", "--ttl", "-1")
+    bad = run("check-config", "--database.url", "postgresql://u:p@h/db", "--ttl", "-1")
     assert bad.returncode == 2
     assert "--ttl" in bad.stderr
 
@@ -82,7 +82,7 @@ def test_metrics_prints_the_registry_table() -> None:
 
 
 def test_a_missing_socket_directory_is_named() -> None:
-    done = run("diagnose", "--database-url", "postgresql://u@/db?host=/no/such/dir", "--deadline", "2")
+    done = run("diagnose", "--database.url", "postgresql://u@/db?host=/no/such/dir", "--deadline", "2")
     assert done.returncode == 1
     assert "socket /no/such/dir/.s.PGSQL.5432: socket directory /no/such/dir does not exist" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
@@ -94,7 +94,7 @@ def test_a_busy_listen_address_is_one_line_and_exit_2() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         # The demo reads its own servers: it is given no URL.
-        for command, url in (("serve", ("--database-url", "postgresql://u:p@127.0.0.1:9/db")), ("demo", ())):
+        for command, url in (("serve", ("--database.url", "postgresql://u:p@127.0.0.1:9/db")), ("demo", ())):
             done = run(command, *url, "--web.listen-address", f"127.0.0.1:{port}")
             assert done.returncode == 2, done.stderr
             assert done.stderr.strip().splitlines() == [
@@ -112,7 +112,7 @@ def test_a_mistyped_option_shows_the_commands_usage() -> None:
 
 
 def test_ipv6_addresses_are_shown_in_brackets() -> None:
-    done = run("check-config", "--database-url", "postgresql://u@h/db", "--web.listen-address", "[::1]:9874")
+    done = run("check-config", "--database.url", "postgresql://u@h/db", "--web.listen-address", "[::1]:9874")
     assert done.returncode == 0
     assert "on [::1]:9874" in done.stdout
 
@@ -128,7 +128,7 @@ async def test_a_backlog_value_outside_its_groups_is_named_with_its_tenant(platf
     await platform.add_dead_letter_task("globex", "billing_sync", "pending", at("2026-11-01 00:00:00"))
     path = tmp_path / "backlogs.yml"
     path.write_text(KYC)
-    done = run("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    done = run("diagnose", "--database.url", platform.exporter_url, "--backlogs.config-file", str(path))
     assert done.returncode == 1
     assert "ok   dlq" in done.stdout
     assert "FAIL kyc_dead_letters: not measurable: unregistered_value" in done.stdout
@@ -150,7 +150,7 @@ async def test_a_whole_table_scan_for_a_backlog_is_warned_about(platform: Platfo
     await platform.execute("ANALYZE tenant_globex.dead_letter_queue")
     path = tmp_path / "backlogs.yml"
     path.write_text(KYC)
-    args = ("diagnose", "--database-url", platform.exporter_url, "--backlogs.config-file", str(path))
+    args = ("diagnose", "--database.url", platform.exporter_url, "--backlogs.config-file", str(path))
     done = run(*args)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok   kyc_dead_letters: measurable" in done.stdout
@@ -211,7 +211,7 @@ async def test_the_connection_path_is_checked_against_the_pool_mode(
         if pooler is not None:
             bouncer = stack.enter_context(pgbouncer_server(pg_server.port, pooler, {EXPORTER_ROLE: EXPORTER_PASSWORD}))
             url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
-        done = run("diagnose", "--database-url", url, "--database.pool-mode", mode, "--signals", "dlq,audit_chain")
+        done = run("diagnose", "--database.url", url, "--database.pool-mode", mode, "--signals", "dlq,audit_chain")
     assert done.returncode == code, done.stdout + done.stderr
     assert says in done.stdout
     if code == 1:
@@ -227,7 +227,7 @@ async def test_a_hostile_slug_in_a_server_error_forges_no_line(platform: Platfor
     await platform.add_tenant("acme")
     await platform.add_tenant(forged)
     await platform.execute(f'DROP TABLE "tenant_{forged}".evento_dead_letter')
-    done = run("diagnose", "--database-url", platform.exporter_url, "--signals", "dlq")
+    done = run("diagnose", "--database.url", platform.exporter_url, "--signals", "dlq")
     assert done.returncode == 1
     assert "FAIL dlq: not measurable: missing_table" in done.stdout
     assert not any(line.startswith("ok   dlq") for line in done.stdout.splitlines())
@@ -243,7 +243,7 @@ async def test_every_undeclared_value_is_listed_with_its_count_in_one_run(platfo
         await platform.add_tenant(slug)
         for row in range(count):
             await platform.add_dead_letter(slug, f"e{row}", group, "pending", at("2026-11-01 00:00:00"))
-    done = run("diagnose", "--database-url", platform.exporter_url, "--signals", "dlq")
+    done = run("diagnose", "--database.url", platform.exporter_url, "--signals", "dlq")
     assert done.returncode == 1
     line = next(line for line in done.stdout.splitlines() if line.startswith("FAIL dlq"))
     assert "3 combinations outside the registry" in line

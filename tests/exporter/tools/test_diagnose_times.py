@@ -25,7 +25,7 @@ def declared(tmp_path: Path, column: str, zone: str | None) -> str:
 
 
 def diagnose(platform: Platform, backlogs: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "exporter", "diagnose", "--database-url", platform.exporter_url]
+    command = [sys.executable, "-m", "exporter", "diagnose", "--database.url", platform.exporter_url]
     command += ["--backlogs.config-file", backlogs, "--signals", "jobs"]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 

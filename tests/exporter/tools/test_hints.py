@@ -53,5 +53,5 @@ def test_a_refused_redis_password_has_a_hint_of_its_own() -> None:
 
     redis_hint = hint(Reason.AUTHENTICATION_FAILED, Source.REDIS)
     assert redis_hint != hint(Reason.AUTHENTICATION_FAILED, Source.POSTGRES)
-    assert "--redis-url" in redis_hint
-    assert "--database-url" in hint(Reason.AUTHENTICATION_FAILED)
+    assert "--redis.url" in redis_hint
+    assert "--database.url" in hint(Reason.AUTHENTICATION_FAILED)
