@@ -24,7 +24,19 @@ from registry.values import SIGNALS
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "timezone", "states", "arrivals")
+KEYS = (
+    "help",
+    "scope",
+    "table",
+    "pending",
+    "group_by",
+    "groups",
+    "group_catch_all",
+    "oldest",
+    "timezone",
+    "states",
+    "arrivals",
+)
 REQUIRED = ("help", "scope", "table", "pending")
 TOP_LEVEL = ("backlogs", "streams")
 
@@ -53,10 +65,17 @@ class Condition:
 
 @dataclass(frozen=True)
 class States:
-    """Rows per value of `column`: every row's value must be one of `values` (label text)."""
+    """Rows per value of `column`: every row's value must be one of `values` (label text),
+    or, with `catch_all`, is counted under that one declared value when it is not."""
 
     column: str
     values: tuple[str, ...]
+    catch_all: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label values the states take: the declared ones, then the catch-all."""
+        return self.values if self.catch_all is None else (*self.values, self.catch_all)
 
 
 class Window(NamedTuple):
@@ -87,6 +106,21 @@ class Backlog:
     timezone: str = zones.UTC  # the zone of `oldest` and `arrivals` when not timestamptz (exporter.zones)
     states: States | None = None
     arrivals: Arrivals | None = None
+    # The group every undeclared group value is summed under (opt-in); None: an undeclared value is refused.
+    group_catch_all: str | None = None
+
+    @property
+    def group_labels(self) -> tuple[str, ...] | None:
+        """The label values the groups take: the declared ones, then the catch-all."""
+        if self.groups is None or self.group_catch_all is None:
+            return self.groups
+        return (*self.groups, self.group_catch_all)
+
+    @property
+    def catch_all_sets(self) -> tuple[str, ...]:
+        """The value sets declared with a catch-all, as `value_set` label values (group, state)."""
+        states = self.states is not None and self.states.catch_all is not None
+        return (*(("group",) if self.group_catch_all is not None else ()), *(("state",) if states else ()))
 
     @property
     def scans_all_rows(self) -> bool:
@@ -98,11 +132,12 @@ class Backlog:
         arrivals = self.arrivals
         return BacklogShape(
             self.name,
-            self.groups,
+            self.group_labels,
             self.oldest is not None,
-            self.states.values if self.states is not None else None,
+            self.states.labels if self.states is not None else None,
             tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
             tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
+            self.catch_all_sets,
         )
 
 
@@ -181,13 +216,26 @@ class _Reader:
                 raise self.fail(backlog, f"{key}.{item}", "is required")
         return raw
 
+    def catch_all(self, backlog: str, key: str, raw: object, declared: tuple[str, ...]) -> str:
+        """A value set's catch-all: one more label value, never one of the declared ones."""
+        value = str(self.value(backlog, key, raw))
+        if not value or has_control(value):
+            raise self.fail(backlog, key, f"{raw!r} is not a non-empty label value without control characters")
+        if value in declared:
+            raise self.fail(backlog, key, f"{value!r} is a declared value already: the catch-all must be another")
+        return value
+
     def states(self, backlog: str, raw: object) -> States:
-        body = self.mapping(backlog, "states", raw, ("column", "values"), ("column", "values"))
+        keys = ("column", "values", "catch_all")
+        body = self.mapping(backlog, "states", raw, keys, ("column", "values"))
         column = self.identifier(backlog, "states.column", body["column"])
         values = tuple(str(value) for value in self.values(backlog, "states.values", body["values"]))
         if len(set(values)) != len(values):
             raise self.fail(backlog, "states.values", f"{body['values']!r} repeats a state")
-        return States(column, values)
+        catch_all = (
+            self.catch_all(backlog, "states.catch_all", body["catch_all"], values) if "catch_all" in body else None
+        )
+        return States(column, values, catch_all)
 
     def window(self, backlog: str, raw: object) -> Window:
         match = WINDOW.fullmatch(raw) if isinstance(raw, str) else None
@@ -273,6 +321,11 @@ class _Reader:
                 raise self.fail(name, "groups", f"{raw['groups']!r} repeats a group")
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
+        group_catch_all = None
+        if "group_catch_all" in raw:
+            if groups is None:
+                raise self.fail(name, "group_catch_all", "needs group_by and groups: the value set it completes")
+            group_catch_all = self.catch_all(name, "group_catch_all", raw["group_catch_all"], groups)
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
         states = self.states(name, raw["states"]) if "states" in raw else None
         arrivals = self.arrivals(name, raw["arrivals"]) if "arrivals" in raw else None
@@ -288,6 +341,7 @@ class _Reader:
             timezone=self.zone(name, raw),
             states=states,
             arrivals=arrivals,
+            group_catch_all=group_catch_all,
         )
 
     def zone(self, backlog: str, raw: dict[object, object]) -> str:
