@@ -14,14 +14,18 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from exporter import zones
+from exporter.conditions import Condition, Value
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control, shortened
+from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 from registry import Registry, RegistryError, extended
 from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME, BacklogShape, backlog_families
 from registry.values import SIGNALS
 
+# Names of the stream signals declared apart (exporter.declared_streams); never a backlog's.
+STREAMS_PREFIX = "streams_"
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 KEYS = (
@@ -38,9 +42,8 @@ KEYS = (
     "arrivals",
 )
 REQUIRED = ("help", "scope", "table", "pending")
-TOP_LEVEL = ("backlogs", "streams")
-
-Value = str | int
+TOP_LEVEL = ("backlogs", "streams", "tenants")
+TENANT_KEYS = ("table", "slug", "measured")
 
 # An arrivals window: a whole number of minutes, hours or days, as Prometheus writes it.
 WINDOW = re.compile(r"([1-9][0-9]{0,4})([mhd])")
@@ -52,15 +55,6 @@ MAX_WINDOWS = 4
 class Scope(StrEnum):
     TENANT = "tenant"  # the table in every active tenant schema
     GLOBAL = "global"  # one schema-qualified table
-
-
-@dataclass(frozen=True)
-class Condition:
-    """`column` is (or, negated, is not) one of `values`."""
-
-    column: str
-    values: tuple[Value, ...]
-    negated: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +141,7 @@ class Declarations:
 
     backlogs: tuple[Backlog, ...] = ()
     streams: DeclaredStreams = NO_STREAMS
+    tenants: TenantList = DEFAULT_TENANTS
 
     def registry(self) -> Registry:
         """The built-in registry extended with what is declared; RegistryError when
@@ -156,6 +151,7 @@ class Declarations:
             backlog_families(tuple(b.shape() for b in self.backlogs)),
             self.streams.consumer_groups,
             self.streams.dead_letter_streams,
+            self.streams.signals,
         )
 
 
@@ -171,18 +167,18 @@ class _Reader:
     def fail(self, backlog: str | None, key: str | None, problem: str) -> BacklogConfigError:
         return BacklogConfigError(self.setting, backlog, key, problem)
 
-    def identifier(self, backlog: str, key: str, raw: object) -> str:
+    def identifier(self, backlog: str | None, key: str, raw: object) -> str:
         if not isinstance(raw, str) or not IDENTIFIER.fullmatch(raw):
             raise self.fail(backlog, key, f"{raw!r} is not a plain column or table name ([A-Za-z_][A-Za-z0-9_]*)")
         return raw
 
-    def value(self, backlog: str, key: str, raw: object) -> Value:
+    def value(self, backlog: str | None, key: str, raw: object) -> Value:
         # bool is an int in Python, and YAML reads yes/no/on/off as booleans.
         if isinstance(raw, bool) or not isinstance(raw, str | int):
             raise self.fail(backlog, key, f"{raw!r} is not a string or an integer (quote it)")
         return raw
 
-    def values(self, backlog: str, key: str, raw: object) -> tuple[Value, ...]:
+    def values(self, backlog: str | None, key: str, raw: object) -> tuple[Value, ...]:
         if not isinstance(raw, list) or not raw:
             raise self.fail(backlog, key, f"{raw!r} is not a non-empty list")
         values = tuple(self.value(backlog, key, item) for item in raw)
@@ -190,9 +186,9 @@ class _Reader:
             raise self.fail(backlog, key, f"{raw!r} repeats a value")
         return values
 
-    def condition(self, backlog: str, column: object, raw: object) -> Condition:
-        name = self.identifier(backlog, f"pending.{column}", column)
-        key = f"pending.{name}"
+    def condition(self, backlog: str | None, prefix: str, column: object, raw: object) -> Condition:
+        name = self.identifier(backlog, f"{prefix}.{column}", column)
+        key = f"{prefix}.{name}"
         if isinstance(raw, dict):
             if set(raw) != {"not"}:
                 raise self.fail(
@@ -283,6 +279,8 @@ class _Reader:
             raise self.fail(str(name), None, f"the name must be [a-z][a-z0-9_]*, at most {MAX_BACKLOG_NAME} characters")
         if name in SIGNALS:
             raise self.fail(name, None, "the name is a built-in signal's")
+        if name.startswith(STREAMS_PREFIX):
+            raise self.fail(name, None, f"the name starts with {STREAMS_PREFIX}, kept for stream signals")
         if not isinstance(raw, dict):
             raise self.fail(name, None, "is not a mapping of keys")
         for key in raw:
@@ -309,7 +307,7 @@ class _Reader:
         pending_raw = raw["pending"]
         if not isinstance(pending_raw, dict) or not pending_raw:
             raise self.fail(name, "pending", "must map at least one column to its pending value(s)")
-        pending = tuple(self.condition(name, column, value) for column, value in pending_raw.items())
+        pending = tuple(self.condition(name, "pending", column, value) for column, value in pending_raw.items())
         group_by = groups = None
         if "group_by" in raw:
             group_by = self.identifier(name, "group_by", raw["group_by"])
@@ -355,12 +353,39 @@ class _Reader:
             raise self.fail(backlog, "timezone", problem or f"{zone!r} is not a zone name")
         return zone
 
+    def tenants(self, raw: object) -> TenantList:
+        """The tenant list: each key optional, the shipped default's where it is not given."""
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(None, "tenants", f"must map at least one of {', '.join(TENANT_KEYS)}")
+        for key in raw:
+            if key not in TENANT_KEYS:
+                raise self.fail(None, f"tenants.{key}", f"unknown key (known: {', '.join(TENANT_KEYS)})")
+        table = DEFAULT_TENANTS.table
+        if "table" in raw:
+            parts = raw["table"].split(".") if isinstance(raw["table"], str) else []
+            if len(parts) != 2:
+                raise self.fail(None, "tenants.table", f"{raw['table']!r} is not schema.table")
+            schema, name = (self.identifier(None, "tenants.table", part) for part in parts)
+            table = (schema, name)
+        slug = self.identifier(None, "tenants.slug", raw["slug"]) if "slug" in raw else DEFAULT_TENANTS.slug
+        measured = DEFAULT_TENANTS.measured
+        if "measured" in raw:
+            declared = raw["measured"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(None, "tenants.measured", "must map at least one column to its accepted value(s)")
+            measured = tuple(
+                self.condition(None, "tenants.measured", column, value) for column, value in declared.items()
+            )
+        return TenantList(table, slug, measured)
+
     def document(self, raw: object) -> Declarations:
         if not isinstance(raw, dict) or not raw:
-            raise self.fail(None, None, "the file must be a mapping with the key 'backlogs', 'streams' or both")
+            raise self.fail(
+                None, None, f"the file must be a mapping with one or more of the keys {', '.join(TOP_LEVEL)}"
+            )
         for key in raw:
             if key not in TOP_LEVEL:
-                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs' and 'streams')")
+                raise self.fail(None, str(key), f"unknown key (the file holds only {', '.join(TOP_LEVEL)})")
         backlogs: tuple[Backlog, ...] = ()
         if "backlogs" in raw:
             declared = raw["backlogs"]
@@ -368,7 +393,8 @@ class _Reader:
                 raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
             backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
         streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
-        return Declarations(backlogs, streams)
+        tenants = self.tenants(raw["tenants"]) if "tenants" in raw else DEFAULT_TENANTS
+        return Declarations(backlogs, streams, tenants)
 
 
 def parse_declarations(text: str, setting: str) -> Declarations:

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import asyncpg
 
-from exporter.backlogs import Backlog, Scope, Value
+from exporter.backlogs import Backlog, Scope
+from exporter.conditions import Predicate, predicate_of
 from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
@@ -39,33 +39,9 @@ from exporter.zones import epoch_sql, instant_sql, within_sql
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS, UNDECLARED
 
 
-class Predicate(NamedTuple):
-    """The WHERE clause of a backlog's pending rows and the values it binds."""
-
-    sql: str
-    args: tuple[Value, ...]
-
-
 def predicate(backlog: Backlog) -> Predicate:
-    numbers: dict[tuple[type, Value], int] = {}
-    args: list[Value] = []
-
-    def bind(value: Value) -> str:
-        key = (type(value), value)
-        if key not in numbers:
-            args.append(value)
-            numbers[key] = len(args)
-        return f"${numbers[key]}"
-
-    clauses = []
-    for condition in backlog.pending:
-        column = quote_identifier(condition.column)
-        refs = [bind(value) for value in condition.values]
-        if len(refs) == 1:
-            clauses.append(f"{column} {'<>' if condition.negated else '='} {refs[0]}")
-        else:
-            clauses.append(f"{column} {'NOT IN' if condition.negated else 'IN'} ({', '.join(refs)})")
-    return Predicate(" AND ".join(clauses), tuple(args))
+    """The WHERE clause of a backlog's pending rows and the values it binds."""
+    return predicate_of(backlog.pending)
 
 
 def branch_sql(backlog: Backlog, table: str, where: str) -> str:

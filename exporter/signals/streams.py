@@ -26,7 +26,7 @@ import functools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
-from exporter.errors import ContractViolation
+from exporter.errors import ContractViolation, MeasurementError
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.signals.stream_replies import NAME as NAME  # the signal's name, imported from here
@@ -160,15 +160,26 @@ def samples_of(
     return list(samples_from(reading, groups, deadletter_streams))
 
 
-async def measure(query: StreamsQuery, sources: Sources) -> Iterator[Sample]:
-    reading = await sources.require_redis(NAME).read(query, signal=NAME)
-    return samples_from(reading, query.groups, query.deadletter_streams)
+def _named(name: str, samples: Iterator[Sample]) -> Iterator[Sample]:
+    """`samples`, a failure among them named by the signal that reads them (a stream signal declared apart)."""
+    try:
+        yield from samples
+    except MeasurementError as exc:
+        exc.signal = name
+        raise
 
 
-def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> Signal:
-    """The streams signal reading these (stream, group) pairs and dead-letter streams."""
+async def measure(query: StreamsQuery, name: str, sources: Sources) -> Iterator[Sample]:
+    reading = await sources.require_redis(name).read(query, signal=name)
+    samples = samples_from(reading, query.groups, query.deadletter_streams)
+    return samples if name == NAME else _named(name, samples)
+
+
+def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], name: str = NAME) -> Signal:
+    """The signal `name` (streams, or a stream signal declared apart) reading these
+    (stream, group) pairs and dead-letter streams."""
     query = StreamsQuery(groups, deadletter_streams)
-    return Signal(name=NAME, source=Source.REDIS, measure=functools.partial(measure, query))
+    return Signal(name=name, source=Source.REDIS, measure=functools.partial(measure, query, name))
 
 
 def signal_of(registry: Registry) -> Signal:
