@@ -17,7 +17,7 @@ from exporter.backlogs import Backlog, Scope
 from exporter.signals.backlog import global_table, predicate
 from exporter.sources.identifiers import SCHEMA_PREFIX, quote_identifier
 from exporter.sources.postgres import Postgres
-from exporter.tools.times import Finding
+from exporter.tools.times import Finding, schemas_read
 
 SHOWN = 5  # schemas, and values, named on one line
 
@@ -120,11 +120,7 @@ def value_findings(backlog: Backlog, value_set: ValueSet, found: Counter[str | N
 
 async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
     """What of `backlog`'s declaration the database does not hold."""
-    if backlog.scope is Scope.TENANT:
-        slugs = await postgres.active_tenant_slugs()
-        schemas = [SCHEMA_PREFIX + slug for slug in slugs]
-    else:
-        slugs, schemas = [], [backlog.table[0]]
+    schemas = await schemas_read(backlog, postgres)
     held = {row["schema"] for row in await postgres.fetch(HOLDING_SQL, schemas, backlog.table[-1])}
     result = []
     lacking = [schema for schema in schemas if schema not in held]
@@ -157,8 +153,7 @@ async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
     for value_set in value_sets(backlog):
         found: Counter[str | None] = Counter()
         if backlog.scope is Scope.TENANT:
-            having = [slug for slug, schema in zip(slugs, schemas, strict=True) if schema in held]
-            tables = postgres.narrowed(having)
+            tables = postgres.narrowed([schema.removeprefix(SCHEMA_PREFIX) for schema in schemas if schema in held])
 
             def batch(batch_schemas: Sequence[str], column: str = value_set.column) -> str:
                 return values_sql(column, [f"{s}.{quote_identifier(backlog.table[0])}" for s in batch_schemas], where)

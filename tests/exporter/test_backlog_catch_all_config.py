@@ -4,8 +4,6 @@ family, and every problem refused at start, naming the backlog and the key."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from devkit.backlogs import example_backlogs, without
 from exporter.backlogs import States, parse_backlogs
 from exporter.errors import BacklogConfigError
 from exporter.service import catalog_of
+from tests.commands import refused_in_one_line
 
 DB = "postgresql://u:p@h/db"
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
@@ -110,13 +109,5 @@ def test_every_problem_names_the_backlog_and_the_key(text: str, key: str, proble
 def test_check_config_refuses_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yml"
     path.write_text(replaced("group_catch_all: other", "group_catch_all: ocr_extraction"))
-    done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--database-url", DB, "--backlogs.config-file", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "backlog 'kyc_dead_letters', key 'group_catch_all': 'ocr_extraction' is a declared value" in done.stderr
+    line = refused_in_one_line("check-config", "--database-url", DB, "--backlogs.config-file", str(path))
+    assert "backlog 'kyc_dead_letters', key 'group_catch_all': 'ocr_extraction' is a declared value" in line

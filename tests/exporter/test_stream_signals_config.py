@@ -4,8 +4,6 @@ every problem refused at start (check-config too), naming the key."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from exporter.loading import load
 from exporter.service import catalog_of
 from registry.families import StreamSignalShape
 from registry.values import STREAM_GROUPS
+from tests.commands import refused_in_one_line
 
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
 REDIS = "redis://h:6379/0"
@@ -136,13 +135,5 @@ backlogs:
 def test_check_config_refuses_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yml"
     path.write_text(GOOD.replace("streams_ledger:", "ledger:"))
-    done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--redis-url", REDIS, "--backlogs.config-file", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "key 'streams.signals.ledger'" in done.stderr
+    line = refused_in_one_line("check-config", "--redis-url", REDIS, "--backlogs.config-file", str(path))
+    assert "key 'streams.signals.ledger'" in line

@@ -4,7 +4,6 @@ not exist blinds only the signal that declares it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -33,16 +32,6 @@ streams:
 PENDING = "orpycamcp_stream_pending_messages"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
-
-
-@pytest.fixture
-async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 async def scrape_all(redis: LocalRedis, tmp_path: Path, text: str = DECLARATIONS) -> Page:

@@ -4,8 +4,6 @@ table against the real PostgreSQL, and every problem refused at start."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from exporter.conditions import Condition
 from exporter.errors import BacklogConfigError
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.tools.demo import EXPORTER_ROLE
+from tests.commands import refused_in_one_line, run_exporter
 from tests.platform import Platform, at
 from tests.scrapes import scrape_once
 
@@ -146,25 +145,12 @@ def test_every_problem_names_the_key(text: str, key: str, problem: str) -> None:
 
 def test_check_config_refuses_in_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, "tenants:\n  table: tenants\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--database-url", DB, "--backlogs.config-file", path],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "key 'tenants.table': 'tenants' is not schema.table" in done.stderr
+    line = refused_in_one_line("check-config", "--database-url", DB, "--backlogs.config-file", path)
+    assert "key 'tenants.table': 'tenants' is not schema.table" in line
 
 
 def test_check_config_says_which_tenants_are_measured(tmp_path: Path) -> None:
     path = write(tmp_path, ALL_BUT_PROVISIONING)
-    done = subprocess.run(
-        [sys.executable, "-m", "exporter", "check-config", "--database-url", DB, "--backlogs.config-file", path],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_exporter("check-config", "--database-url", DB, "--backlogs.config-file", path)
     assert done.returncode == 0, done.stderr
     assert "tenants measured: public.tenants (slug) where provisioning_status <> 'provisioning'" in done.stdout

@@ -4,8 +4,6 @@ and names what the signals' statements and the reference DDL hold."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +16,12 @@ from exporter.service import catalog_of
 from exporter.signals import audit_chain, dlq, preservation
 from exporter.tools.contract import contract_document
 from registry import BUILTIN, META, Registry
+from tests.commands import refused_in_one_line, run_exporter
 from tests.platform import Platform
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True, timeout=120)
 
 
 def words(node: object) -> Iterator[str]:
@@ -54,7 +49,7 @@ def registry_values(registry: Registry) -> set[str]:
 
 
 def printed(*args: str) -> dict[str, Any]:
-    done = run("contract", *args)
+    done = run_exporter("contract", *args)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     loaded = yaml.safe_load(done.stdout)
@@ -103,11 +98,7 @@ def test_with_a_declarations_file_it_names_what_the_file_declares(tmp_path: Path
 def test_a_bad_declarations_file_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yml"
     path.write_text("tenants:\n  table: tenants\n")
-    done = run("contract", "--backlogs.config-file", str(path))
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "key 'tenants.table'" in done.stderr
+    assert "key 'tenants.table'" in refused_in_one_line("contract", "--backlogs.config-file", str(path))
 
 
 def test_the_statements_read_what_the_contract_names() -> None:
