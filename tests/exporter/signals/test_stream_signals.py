@@ -18,6 +18,7 @@ pytestmark = pytest.mark.anyio
 
 BILLING = "orpycamcp.billing.events"
 BILLING_DL = "orpycamcp.billing.deadletter"
+LEDGER_DL = "orpycamcp.ledger.deadletter"
 DECLARATIONS = f"""
 streams:
   signals:
@@ -28,6 +29,8 @@ streams:
     streams_ledger:
       consumer_groups:
         {BILLING}: [ledger]
+    streams_ledger_dead:
+      dead_letter_streams: [{LEDGER_DL}]
 """
 PENDING = "orpycamcp_stream_pending_messages"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
@@ -71,11 +74,14 @@ async def test_a_missing_group_declared_as_its_own_signal_blinds_only_that_signa
     # The others, measured and exact.
     assert page.measured("streams") == 1
     assert page.measured("streams_billing") == 1
+    assert page.measured("streams_ledger_dead") == 1
     assert page.get(PENDING, stream=BILLING, group="invoicing") == 2
     assert page.get(DL_ENTRIES, stream=BILLING_DL) == 1
-    assert {key for key in streams_of(page) if key[0] != BILLING and key[0] != BILLING_DL} == {
+    assert page.get(DL_ENTRIES, stream=LEDGER_DL) == 0  # not there yet: a true 0
+    assert streams_of(page) == {
         *STREAM_GROUPS,
-        *((stream, None) for stream in DEADLETTER_STREAMS),
+        *((stream, None) for stream in (*DEADLETTER_STREAMS, BILLING_DL, LEDGER_DL)),
+        (BILLING, "invoicing"),
     }
 
 
@@ -103,11 +109,13 @@ async def test_once_the_group_exists_its_signal_is_measured_with_the_others(
     await create_stream_groups(db, (*STREAM_GROUPS, (BILLING, "invoicing"), (BILLING, "ledger")))
     await write_billing(db)
     await db.xreadgroup("ledger", "led-1", {BILLING: ">"}, count=1)
+    await db.xadd(LEDGER_DL, {"event": "posting.failed"}, id="1764600000000-0")
 
     page = await scrape_all(redis, tmp_path)
 
-    for signal in ("streams", "streams_billing", "streams_ledger"):
+    for signal in ("streams", "streams_billing", "streams_ledger", "streams_ledger_dead"):
         assert page.measured(signal) == 1
+    assert page.get(DL_ENTRIES, stream=LEDGER_DL) == 1
     assert page.get(PENDING, stream=BILLING, group="ledger") == 1
     assert page.get(PENDING, stream=BILLING, group="invoicing") == 2
     # Each pair once on the page, read by its own signal.
