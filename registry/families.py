@@ -342,7 +342,17 @@ class StreamSignalShape(NamedTuple):
     deadletter_streams: tuple[str, ...]
 
 
-PAIR_FAMILIES = (STREAM_PENDING, STREAM_OLDEST_PENDING, STREAM_UNDELIVERED, STREAM_CONSUMERS, STREAM_CONSUMER_IDLE)
+# The families a stream signal apart emits for its pairs (its withheld undelivered counts
+# are marked per pair; orpycamcp_stream_undelivered_unknown_groups, which has no pair
+# label, counts the streams signal's groups only: a second part would repeat its series).
+PAIR_FAMILIES = (
+    STREAM_PENDING,
+    STREAM_OLDEST_PENDING,
+    STREAM_UNDELIVERED,
+    STREAM_UNDELIVERED_UNKNOWN,
+    STREAM_CONSUMERS,
+    STREAM_CONSUMER_IDLE,
+)
 DEADLETTER_FAMILIES = (DEADLETTER_ENTRIES, DEADLETTER_OLDEST)
 
 

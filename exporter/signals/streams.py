@@ -112,6 +112,7 @@ def samples_from(
     reading: StreamsReading,
     groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
     deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
+    withheld_counts: bool = True,
 ) -> Iterator[Sample]:
     """The samples of `reading`, made as they are read: the validation that
     consumes them hands the event loop back as it goes (exporter/validate.py),
@@ -143,7 +144,8 @@ def samples_from(
         yield Sample(STREAM_CONSUMERS.name, labels, known)
         if idle is not None:
             yield Sample(STREAM_CONSUMER_IDLE.name, labels, idle)
-    for reason in UNDELIVERED_UNKNOWN_REASONS:
+    # Counted by the streams signal only (registry.families.PAIR_FAMILIES).
+    for reason in UNDELIVERED_UNKNOWN_REASONS if withheld_counts else ():
         yield Sample(STREAM_UNDELIVERED_UNKNOWN_GROUPS.name, (reason,), withheld[reason])
     for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
         entries = reply_count(f"XLEN {stream}", length)
@@ -171,8 +173,9 @@ def _named(name: str, samples: Iterator[Sample]) -> Iterator[Sample]:
 
 async def measure(query: StreamsQuery, name: str, sources: Sources) -> Iterator[Sample]:
     reading = await sources.require_redis(name).read(query, signal=name)
-    samples = samples_from(reading, query.groups, query.deadletter_streams)
-    return samples if name == NAME else _named(name, samples)
+    if name == NAME:
+        return samples_from(reading, query.groups, query.deadletter_streams)
+    return _named(name, samples_from(reading, query.groups, query.deadletter_streams, withheld_counts=False))
 
 
 def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], name: str = NAME) -> Signal:

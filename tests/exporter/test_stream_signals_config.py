@@ -52,6 +52,12 @@ def test_each_signal_apart_has_its_own_parts_of_the_streams_families() -> None:
     assert dead is not None
     assert dead.combinations == (("orpycamcp.billing.deadletter",),)
     assert registry.family("orpycamcp_stream_pending_messages", "streams_billing_dead") is None
+    # Its withheld undelivered counts are marked per pair; the per-reason count is the streams signal's alone.
+    unknown = registry.family("orpycamcp_stream_undelivered_unknown", "streams_ledger")
+    assert unknown is not None
+    assert unknown.combinations == ledger.combinations
+    assert registry.family("orpycamcp_stream_undelivered_unknown_groups", "streams_ledger") is None
+    assert registry.family("orpycamcp_stream_undelivered_unknown_groups", "streams") is not None
     assert [catalog.signals[name].name for name in ("streams_ledger", "streams_billing_dead")] == [
         "streams_ledger",
         "streams_billing_dead",

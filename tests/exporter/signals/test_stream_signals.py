@@ -47,7 +47,7 @@ def streams_of(page: Page, group: str | None = None) -> set[tuple[str, str | Non
     return {
         (dict(labels)["stream"], dict(labels).get("group"))
         for _, labels in value_series(page, STREAMS_PREFIX)
-        if group is None or dict(labels).get("group") == group
+        if "stream" in dict(labels) and (group is None or dict(labels).get("group") == group)
     }
 
 
