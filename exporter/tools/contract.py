@@ -19,7 +19,14 @@ from exporter.declared_streams import DeclaredStreams
 from exporter.sources.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import TenantList
 from registry import VERSION
-from registry.values import ARTIFACTS, DEADLETTER_STREAMS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
+from registry.values import (
+    ARTIFACTS,
+    DEADLETTER_STREAMS,
+    ORIGIN_GROUPS,
+    PHASES,
+    STREAM_GROUPS,
+    UNDELIVERED_UNKNOWN_REASONS,
+)
 
 HEADER = f"""\
 # The data contract orpycamcp-exporter {VERSION} reads (orpycamcp-exporter contract).
@@ -100,6 +107,8 @@ def builtin_signals() -> dict[str, Any]:
             "source": "redis",
             "consumer_groups": _pairs(STREAM_GROUPS),
             "dead_letter_streams": list(DEADLETTER_STREAMS),
+            # Why a group's undelivered count may be withheld (orpycamcp_stream_undelivered_unknown_groups).
+            "undelivered_unknown_reasons": list(UNDELIVERED_UNKNOWN_REASONS),
         },
     }
 
