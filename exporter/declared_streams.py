@@ -1,7 +1,7 @@
 """Declared streams: the `streams:` key of the declarations file
 (--backlogs.config-file), more consumer groups and dead-letter streams for
 the streams signal, or for signals of their own (`signals:`, each named
-streams_<name>: one missing group blinds only its signal), validated
+`streams_<name>`: one missing group blinds only its signal), validated
 completely at start.
 
 Redis key and group names are binary-safe, but each one becomes a label
