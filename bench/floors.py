@@ -13,7 +13,7 @@ import asyncpg
 from bench.figures import Backend, FloorFigures, NaiveFigures, Spread
 from bench.machine import proc_status
 from exporter.signals import dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL
+from exporter.tenant_list import DEFAULT_TENANTS
 
 FLOOR_APP = "bench-floor"
 FLOOR_BATCH = 250
@@ -52,7 +52,7 @@ async def measure_floor(url: str, runs: int, steady: int) -> FloorFigures:
             for refresh in range(steady + 1):
                 started = connected if refresh == 0 else time.monotonic()
                 count = 1
-                rows = await connections[0].fetch(ACTIVE_TENANTS_SQL)
+                rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
                 schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
                 slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
                 half = (len(slices) + 1) // 2
@@ -111,7 +111,7 @@ async def measure_naive(url: str, runs: int, cap: float) -> NaiveFigures:
         for _ in range(runs):
             started = time.monotonic()
             async with pool.acquire() as connection:
-                rows = await connection.fetch(ACTIVE_TENANTS_SQL)
+                rows = await connection.fetch(*DEFAULT_TENANTS.query())
             queue = [
                 template.format(schema='"tenant_' + row["slug"] + '"')
                 for row in rows

@@ -69,8 +69,9 @@ from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.service import build_exporter
 from exporter.signals import backlog, dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL, Postgres
+from exporter.sources.postgres import Postgres
 from exporter.sources.transaction import transaction_opening
+from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 from registry.backlogs import PENDING_ITEMS
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
@@ -225,7 +226,7 @@ async def run_floor(
     try:
         for refresh in range(refreshes):
             started = connected if refresh == 0 else time.monotonic()
-            rows = await connections[0].fetch(ACTIVE_TENANTS_SQL)
+            rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
             schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2

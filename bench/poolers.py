@@ -36,8 +36,8 @@ from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
 from exporter.signals import dlq, preservation
-from exporter.sources.postgres import ACTIVE_TENANTS_SQL
 from exporter.sources.transaction import transaction_opening
+from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +155,7 @@ async def floor_steady(url: str, shape: str, steady: int, deadline: float) -> li
     try:
         for refresh in range(steady + 1):
             started = time.monotonic()
-            rows = await connections[0].fetch(ACTIVE_TENANTS_SQL)
+            rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
             schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2

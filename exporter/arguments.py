@@ -14,8 +14,12 @@ from exporter.settings import OPTIONS, OPTIONS_BY_NAME
 from registry import VERSION
 
 PROG = "orpycamcp-exporter"
-COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "healthcheck")
-# Commands that read the settings; `metrics` reads the declared backlogs only.
+COMMANDS = ("serve", "demo", "diagnose", "check-config", "metrics", "contract", "healthcheck")
+# Commands that read the settings; `metrics` and `contract` read the declarations file only.
+DECLARATIONS_COMMANDS = {
+    "metrics": "print the registry: every family, its labels and their values",
+    "contract": "print the data contract the exporter reads, as one YAML document",
+}
 SETTINGS_COMMANDS = {
     "serve": "serve /metrics (the default)",
     "demo": "serve against a throwaway demo PostgreSQL (and Redis)",
@@ -80,9 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     every = [item.name for item in OPTIONS]
     for command in COMMANDS:
-        if command == "metrics":
-            metrics = commands.add_parser(command, help="print the registry: every family, its labels and their values")
-            _add_options(metrics, ["backlogs_file"])
+        if command in DECLARATIONS_COMMANDS:
+            _add_options(commands.add_parser(command, help=DECLARATIONS_COMMANDS[command]), ["backlogs_file"])
         else:
             _add_options(commands.add_parser(command, help=SETTINGS_COMMANDS[command]), every)
     return parser

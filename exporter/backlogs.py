@@ -14,21 +14,36 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from exporter import zones
+from exporter.conditions import Condition, Value
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control, shortened
+from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 from registry import Registry, RegistryError, extended
 from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME, BacklogShape, backlog_families
 from registry.values import SIGNALS
 
+# Names of the stream signals declared apart (exporter.declared_streams); never a backlog's.
+STREAMS_PREFIX = "streams_"
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-KEYS = ("help", "scope", "table", "pending", "group_by", "groups", "oldest", "timezone", "states", "arrivals")
+KEYS = (
+    "help",
+    "scope",
+    "table",
+    "pending",
+    "group_by",
+    "groups",
+    "group_catch_all",
+    "oldest",
+    "timezone",
+    "states",
+    "arrivals",
+)
 REQUIRED = ("help", "scope", "table", "pending")
-TOP_LEVEL = ("backlogs", "streams")
-
-Value = str | int
+TOP_LEVEL = ("backlogs", "streams", "tenants")
+TENANT_KEYS = ("table", "slug", "measured")
 
 # An arrivals window: a whole number of minutes, hours or days, as Prometheus writes it.
 WINDOW = re.compile(r"([1-9][0-9]{0,4})([mhd])")
@@ -43,20 +58,18 @@ class Scope(StrEnum):
 
 
 @dataclass(frozen=True)
-class Condition:
-    """`column` is (or, negated, is not) one of `values`."""
-
-    column: str
-    values: tuple[Value, ...]
-    negated: bool = False
-
-
-@dataclass(frozen=True)
 class States:
-    """Rows per value of `column`: every row's value must be one of `values` (label text)."""
+    """Rows per value of `column`: every row's value must be one of `values` (label text),
+    or, with `catch_all`, is counted under that one declared value when it is not."""
 
     column: str
     values: tuple[str, ...]
+    catch_all: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label values the states take: the declared ones, then the catch-all."""
+        return self.values if self.catch_all is None else (*self.values, self.catch_all)
 
 
 class Window(NamedTuple):
@@ -87,6 +100,21 @@ class Backlog:
     timezone: str = zones.UTC  # the zone of `oldest` and `arrivals` when not timestamptz (exporter.zones)
     states: States | None = None
     arrivals: Arrivals | None = None
+    # The group every undeclared group value is summed under (opt-in); None: an undeclared value is refused.
+    group_catch_all: str | None = None
+
+    @property
+    def group_labels(self) -> tuple[str, ...] | None:
+        """The label values the groups take: the declared ones, then the catch-all."""
+        if self.groups is None or self.group_catch_all is None:
+            return self.groups
+        return (*self.groups, self.group_catch_all)
+
+    @property
+    def catch_all_sets(self) -> tuple[str, ...]:
+        """The value sets declared with a catch-all, as `value_set` label values (group, state)."""
+        states = self.states is not None and self.states.catch_all is not None
+        return (*(("group",) if self.group_catch_all is not None else ()), *(("state",) if states else ()))
 
     @property
     def scans_all_rows(self) -> bool:
@@ -98,11 +126,12 @@ class Backlog:
         arrivals = self.arrivals
         return BacklogShape(
             self.name,
-            self.groups,
+            self.group_labels,
             self.oldest is not None,
-            self.states.values if self.states is not None else None,
+            self.states.labels if self.states is not None else None,
             tuple(window.label for window in arrivals.windows) if arrivals is not None else None,
             tuple(label for label, _ in arrivals.alert_above) if arrivals is not None else (),
+            self.catch_all_sets,
         )
 
 
@@ -112,6 +141,7 @@ class Declarations:
 
     backlogs: tuple[Backlog, ...] = ()
     streams: DeclaredStreams = NO_STREAMS
+    tenants: TenantList = DEFAULT_TENANTS
 
     def registry(self) -> Registry:
         """The built-in registry extended with what is declared; RegistryError when
@@ -121,6 +151,7 @@ class Declarations:
             backlog_families(tuple(b.shape() for b in self.backlogs)),
             self.streams.consumer_groups,
             self.streams.dead_letter_streams,
+            self.streams.signals,
         )
 
 
@@ -136,18 +167,18 @@ class _Reader:
     def fail(self, backlog: str | None, key: str | None, problem: str) -> BacklogConfigError:
         return BacklogConfigError(self.setting, backlog, key, problem)
 
-    def identifier(self, backlog: str, key: str, raw: object) -> str:
+    def identifier(self, backlog: str | None, key: str, raw: object) -> str:
         if not isinstance(raw, str) or not IDENTIFIER.fullmatch(raw):
             raise self.fail(backlog, key, f"{raw!r} is not a plain column or table name ([A-Za-z_][A-Za-z0-9_]*)")
         return raw
 
-    def value(self, backlog: str, key: str, raw: object) -> Value:
+    def value(self, backlog: str | None, key: str, raw: object) -> Value:
         # bool is an int in Python, and YAML reads yes/no/on/off as booleans.
         if isinstance(raw, bool) or not isinstance(raw, str | int):
             raise self.fail(backlog, key, f"{raw!r} is not a string or an integer (quote it)")
         return raw
 
-    def values(self, backlog: str, key: str, raw: object) -> tuple[Value, ...]:
+    def values(self, backlog: str | None, key: str, raw: object) -> tuple[Value, ...]:
         if not isinstance(raw, list) or not raw:
             raise self.fail(backlog, key, f"{raw!r} is not a non-empty list")
         values = tuple(self.value(backlog, key, item) for item in raw)
@@ -155,9 +186,9 @@ class _Reader:
             raise self.fail(backlog, key, f"{raw!r} repeats a value")
         return values
 
-    def condition(self, backlog: str, column: object, raw: object) -> Condition:
-        name = self.identifier(backlog, f"pending.{column}", column)
-        key = f"pending.{name}"
+    def condition(self, backlog: str | None, prefix: str, column: object, raw: object) -> Condition:
+        name = self.identifier(backlog, f"{prefix}.{column}", column)
+        key = f"{prefix}.{name}"
         if isinstance(raw, dict):
             if set(raw) != {"not"}:
                 raise self.fail(
@@ -181,13 +212,26 @@ class _Reader:
                 raise self.fail(backlog, f"{key}.{item}", "is required")
         return raw
 
+    def catch_all(self, backlog: str, key: str, raw: object, declared: tuple[str, ...]) -> str:
+        """A value set's catch-all: one more label value, never one of the declared ones."""
+        value = str(self.value(backlog, key, raw))
+        if not value or has_control(value):
+            raise self.fail(backlog, key, f"{raw!r} is not a non-empty label value without control characters")
+        if value in declared:
+            raise self.fail(backlog, key, f"{value!r} is a declared value already: the catch-all must be another")
+        return value
+
     def states(self, backlog: str, raw: object) -> States:
-        body = self.mapping(backlog, "states", raw, ("column", "values"), ("column", "values"))
+        keys = ("column", "values", "catch_all")
+        body = self.mapping(backlog, "states", raw, keys, ("column", "values"))
         column = self.identifier(backlog, "states.column", body["column"])
         values = tuple(str(value) for value in self.values(backlog, "states.values", body["values"]))
         if len(set(values)) != len(values):
             raise self.fail(backlog, "states.values", f"{body['values']!r} repeats a state")
-        return States(column, values)
+        catch_all = (
+            self.catch_all(backlog, "states.catch_all", body["catch_all"], values) if "catch_all" in body else None
+        )
+        return States(column, values, catch_all)
 
     def window(self, backlog: str, raw: object) -> Window:
         match = WINDOW.fullmatch(raw) if isinstance(raw, str) else None
@@ -235,6 +279,8 @@ class _Reader:
             raise self.fail(str(name), None, f"the name must be [a-z][a-z0-9_]*, at most {MAX_BACKLOG_NAME} characters")
         if name in SIGNALS:
             raise self.fail(name, None, "the name is a built-in signal's")
+        if name.startswith(STREAMS_PREFIX):
+            raise self.fail(name, None, f"the name starts with {STREAMS_PREFIX}, kept for stream signals")
         if not isinstance(raw, dict):
             raise self.fail(name, None, "is not a mapping of keys")
         for key in raw:
@@ -261,7 +307,7 @@ class _Reader:
         pending_raw = raw["pending"]
         if not isinstance(pending_raw, dict) or not pending_raw:
             raise self.fail(name, "pending", "must map at least one column to its pending value(s)")
-        pending = tuple(self.condition(name, column, value) for column, value in pending_raw.items())
+        pending = tuple(self.condition(name, "pending", column, value) for column, value in pending_raw.items())
         group_by = groups = None
         if "group_by" in raw:
             group_by = self.identifier(name, "group_by", raw["group_by"])
@@ -273,6 +319,11 @@ class _Reader:
                 raise self.fail(name, "groups", f"{raw['groups']!r} repeats a group")
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
+        group_catch_all = None
+        if "group_catch_all" in raw:
+            if groups is None:
+                raise self.fail(name, "group_catch_all", "needs group_by and groups: the value set it completes")
+            group_catch_all = self.catch_all(name, "group_catch_all", raw["group_catch_all"], groups)
         oldest = self.identifier(name, "oldest", raw["oldest"]) if "oldest" in raw else None
         states = self.states(name, raw["states"]) if "states" in raw else None
         arrivals = self.arrivals(name, raw["arrivals"]) if "arrivals" in raw else None
@@ -288,6 +339,7 @@ class _Reader:
             timezone=self.zone(name, raw),
             states=states,
             arrivals=arrivals,
+            group_catch_all=group_catch_all,
         )
 
     def zone(self, backlog: str, raw: dict[object, object]) -> str:
@@ -301,12 +353,39 @@ class _Reader:
             raise self.fail(backlog, "timezone", problem or f"{zone!r} is not a zone name")
         return zone
 
+    def tenants(self, raw: object) -> TenantList:
+        """The tenant list: each key optional, the shipped default's where it is not given."""
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(None, "tenants", f"must map at least one of {', '.join(TENANT_KEYS)}")
+        for key in raw:
+            if key not in TENANT_KEYS:
+                raise self.fail(None, f"tenants.{key}", f"unknown key (known: {', '.join(TENANT_KEYS)})")
+        table = DEFAULT_TENANTS.table
+        if "table" in raw:
+            parts = raw["table"].split(".") if isinstance(raw["table"], str) else []
+            if len(parts) != 2:
+                raise self.fail(None, "tenants.table", f"{raw['table']!r} is not schema.table")
+            schema, name = (self.identifier(None, "tenants.table", part) for part in parts)
+            table = (schema, name)
+        slug = self.identifier(None, "tenants.slug", raw["slug"]) if "slug" in raw else DEFAULT_TENANTS.slug
+        measured = DEFAULT_TENANTS.measured
+        if "measured" in raw:
+            declared = raw["measured"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail(None, "tenants.measured", "must map at least one column to its accepted value(s)")
+            measured = tuple(
+                self.condition(None, "tenants.measured", column, value) for column, value in declared.items()
+            )
+        return TenantList(table, slug, measured)
+
     def document(self, raw: object) -> Declarations:
         if not isinstance(raw, dict) or not raw:
-            raise self.fail(None, None, "the file must be a mapping with the key 'backlogs', 'streams' or both")
+            raise self.fail(
+                None, None, f"the file must be a mapping with one or more of the keys {', '.join(TOP_LEVEL)}"
+            )
         for key in raw:
             if key not in TOP_LEVEL:
-                raise self.fail(None, str(key), "unknown key (the file holds only 'backlogs' and 'streams')")
+                raise self.fail(None, str(key), f"unknown key (the file holds only {', '.join(TOP_LEVEL)})")
         backlogs: tuple[Backlog, ...] = ()
         if "backlogs" in raw:
             declared = raw["backlogs"]
@@ -314,7 +393,8 @@ class _Reader:
                 raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
             backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
         streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
-        return Declarations(backlogs, streams)
+        tenants = self.tenants(raw["tenants"]) if "tenants" in raw else DEFAULT_TENANTS
+        return Declarations(backlogs, streams, tenants)
 
 
 def parse_declarations(text: str, setting: str) -> Declarations:

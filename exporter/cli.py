@@ -24,7 +24,7 @@ from exporter.arguments import (
     replacement,
     with_command,
 )
-from exporter.backlogs import load_declarations
+from exporter.backlogs import NO_DECLARATIONS, load_declarations
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
 from exporter.loading import load, load_some
@@ -47,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "metrics":
             print(_metrics(load_some(values, os.environ, ["backlogs_file"])["backlogs_file"]), end="")
+            return 0
+        if args.command == "contract":
+            print(_contract(load_some(values, os.environ, ["backlogs_file"])["backlogs_file"]), end="")
             return 0
         if args.command == "demo":
             from exporter.tools.demo import run_demo
@@ -98,6 +101,14 @@ def _metrics(backlogs_file: str | None) -> str:
     declared = load_declarations(backlogs_file, describe("backlogs_file"))
     registry = catalog_of(declared.backlogs, declared.streams).registry
     return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
+
+
+def _contract(backlogs_file: str | None) -> str:
+    """The data contract: the built-in signals' and, given a declarations file, what it declares."""
+    from exporter.tools.contract import contract_yaml
+
+    declared = load_declarations(backlogs_file, describe("backlogs_file")) if backlogs_file else NO_DECLARATIONS
+    return contract_yaml(declared)
 
 
 def _serve(settings: Settings, values: Mapping[str, Any], deprecated: Sequence[str]) -> int:

@@ -1,6 +1,8 @@
 """Declared streams: the `streams:` key of the declarations file
 (--backlogs.config-file), more consumer groups and dead-letter streams for
-the streams signal, validated completely at start.
+the streams signal, or for signals of their own (`signals:`, each named
+`streams_<name>`: one missing group blinds only its signal), validated
+completely at start.
 
 Redis key and group names are binary-safe, but each one becomes a label
 value: it must be text the exposition can carry on one line, and it must not
@@ -14,9 +16,11 @@ from dataclasses import dataclass
 
 from exporter.errors import BacklogConfigError
 from exporter.yamlfile import excerpt
+from registry.families import STREAM_SIGNAL_NAME, StreamSignalShape
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
-KEYS = ("consumer_groups", "dead_letter_streams")
+READ = ("consumer_groups", "dead_letter_streams")
+KEYS = (*READ, "signals")
 # Control characters, lone surrogates (not UTF-8) and line or paragraph separators.
 REFUSED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
@@ -25,9 +29,11 @@ REFUSED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 class DeclaredStreams:
     consumer_groups: tuple[tuple[str, str], ...] = ()  # (stream, group), in declared order
     dead_letter_streams: tuple[str, ...] = ()
+    # Signals of their own, each reading its pairs and dead-letter streams apart from `streams`.
+    signals: tuple[StreamSignalShape, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.consumer_groups or self.dead_letter_streams)
+        return bool(self.consumer_groups or self.dead_letter_streams or self.signals)
 
 
 NO_STREAMS = DeclaredStreams()
@@ -36,6 +42,9 @@ NO_STREAMS = DeclaredStreams()
 class _Reader:
     def __init__(self, setting: str) -> None:
         self.setting = setting
+        # Every pair and dead-letter stream declared so far: each is read by one signal only.
+        self.pairs: set[tuple[str, str]] = set()
+        self.dead_letters: set[str] = set()
 
     def fail(self, key: str, problem: str) -> BacklogConfigError:
         return BacklogConfigError(self.setting, None, key, problem)
@@ -59,8 +68,7 @@ class _Reader:
             raise self.fail(key, f"{kind} {excerpt(repeated[0])} is declared twice")
         return names
 
-    def consumer_groups(self, raw: object) -> tuple[tuple[str, str], ...]:
-        key = "streams.consumer_groups"
+    def consumer_groups(self, key: str, raw: object) -> tuple[tuple[str, str], ...]:
         if not isinstance(raw, dict) or not raw:
             raise self.fail(key, "must map each stream's name to the list of its consumer groups")
         pairs: list[tuple[str, str]] = []
@@ -69,27 +77,54 @@ class _Reader:
             for group in self.names(f"{key}.{stream}", "group", groups_raw):
                 if (stream, group) in STREAM_GROUPS:
                     raise self.fail(f"{key}.{stream}", f"group {excerpt(group)} of this stream is built in already")
+                if (stream, group) in self.pairs:
+                    raise self.fail(f"{key}.{stream}", f"group {excerpt(group)} of this stream is declared already")
+                self.pairs.add((stream, group))
                 pairs.append((stream, group))
         return tuple(pairs)
 
-    def dead_letter_streams(self, raw: object) -> tuple[str, ...]:
-        key = "streams.dead_letter_streams"
+    def dead_letter_streams(self, key: str, raw: object) -> tuple[str, ...]:
         streams = self.names(key, "stream", raw)
         for stream in streams:
             if stream in DEADLETTER_STREAMS:
                 raise self.fail(key, f"stream {excerpt(stream)} is built in already")
+            if stream in self.dead_letters:
+                raise self.fail(key, f"stream {excerpt(stream)} is declared already")
+            self.dead_letters.add(stream)
         return streams
 
-    def streams(self, raw: object) -> DeclaredStreams:
+    def read(self, key: str, raw: object, keys: tuple[str, ...]) -> tuple[dict[object, object], DeclaredStreams]:
+        """The pairs and dead-letter streams a mapping of `keys` declares, and the mapping."""
         if not isinstance(raw, dict) or not raw:
-            raise self.fail("streams", f"must map at least one of {', '.join(KEYS)}")
-        for key in raw:
-            if key not in KEYS:
-                raise self.fail(f"streams.{key}", f"unknown key (known: {', '.join(KEYS)})")
-        return DeclaredStreams(
-            self.consumer_groups(raw["consumer_groups"]) if "consumer_groups" in raw else (),
-            self.dead_letter_streams(raw["dead_letter_streams"]) if "dead_letter_streams" in raw else (),
+            raise self.fail(key, f"must map at least one of {', '.join(keys)}")
+        for item in raw:
+            if item not in keys:
+                raise self.fail(f"{key}.{item}", f"unknown key (known: {', '.join(keys)})")
+        groups = raw.get("consumer_groups")
+        dead_letters = raw.get("dead_letter_streams")
+        return raw, DeclaredStreams(
+            self.consumer_groups(f"{key}.consumer_groups", groups) if groups is not None else (),
+            self.dead_letter_streams(f"{key}.dead_letter_streams", dead_letters) if dead_letters is not None else (),
         )
+
+    def signal(self, name: object, raw: object) -> StreamSignalShape:
+        if not isinstance(name, str) or not STREAM_SIGNAL_NAME.fullmatch(name):
+            raise self.fail(
+                f"streams.signals.{name}",
+                "a stream signal's name is streams_ followed by [a-z0-9_], at most 40 characters",
+            )
+        _, read = self.read(f"streams.signals.{name}", raw, READ)
+        return StreamSignalShape(name, read.consumer_groups, read.dead_letter_streams)
+
+    def streams(self, raw: object) -> DeclaredStreams:
+        body, read = self.read("streams", raw, KEYS)
+        signals: tuple[StreamSignalShape, ...] = ()
+        if "signals" in body:
+            declared = body["signals"]
+            if not isinstance(declared, dict) or not declared:
+                raise self.fail("streams.signals", "must map each stream signal's name to what it reads")
+            signals = tuple(self.signal(name, item) for name, item in declared.items())
+        return DeclaredStreams(read.consumer_groups, read.dead_letter_streams, signals)
 
 
 def read_streams(raw: object, setting: str) -> DeclaredStreams:

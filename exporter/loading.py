@@ -50,7 +50,14 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     web = _web_config(reading)
     parsed["signals"] = option_rules.enabled_signals(reading, configured, declared.backlogs, declared.streams)
     reading.done()
-    return Settings(**parsed, backlogs=declared.backlogs, streams=declared.streams, redis_tls=redis_tls, web=web)
+    return Settings(
+        **parsed,
+        backlogs=declared.backlogs,
+        streams=declared.streams,
+        tenants=declared.tenants,
+        redis_tls=redis_tls,
+        web=web,
+    )
 
 
 def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:

@@ -110,6 +110,8 @@ def enabled_signals(
     # Declared backlogs read PostgreSQL, after the built-in signals.
     sources = {name: signal.source for name, signal in SIGNALS_BY_NAME.items()}
     sources.update((backlog.name, Source.POSTGRES) for backlog in backlogs)
+    # Stream signals declared apart read Redis, after the backlogs.
+    sources.update((signal.name, Source.REDIS) for signal in streams.signals)
     if backlogs and not configured[Source.POSTGRES]:
         reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
     if streams and not configured[Source.REDIS]:

@@ -41,7 +41,8 @@ def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams 
     registry = Declarations(backlogs, declared_streams).registry()
     # The streams signal reads what the extended registry holds, declared streams included.
     builtin = {**BY_NAME, streams.NAME: streams.signal_of(registry)}
-    return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}})
+    apart = {s.name: streams.signal(s.groups, s.deadletter_streams, s.name) for s in declared_streams.signals}
+    return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}, **apart})
 
 
 # Each component's settings, from the options, field by field: the one place
@@ -70,6 +71,7 @@ def postgres_settings(settings: Settings) -> PostgresSettings:
         pool_mode=settings.pool_mode,
         replica_max_staleness=settings.database_replica_max_staleness,
         application_name=dsn.parse(url).application_name or APPLICATION_NAME,
+        tenants=settings.tenants,
     )
 
 

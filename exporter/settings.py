@@ -29,6 +29,7 @@ from exporter.sources.dsn import PostgresUrl
 from exporter.sources.pool_mode import Mode, PoolMode
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisUrl
+from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 
 DEFAULT_PORT = 9874
 # Unused database connections are closed after this many TTLs (when not set).
@@ -210,6 +211,7 @@ class Settings:
     backlogs: tuple[Backlog, ...] = ()
     redis_tls: RedisTls = NO_TLS
     streams: DeclaredStreams = NO_STREAMS
+    tenants: TenantList = DEFAULT_TENANTS
     web: WebConfig = field(default_factory=WebConfig)
 
     @property
@@ -228,6 +230,7 @@ class Settings:
         declared = (
             f"; streams declared: {counted(len(streams.consumer_groups), 'consumer group')},"
             f" {counted(len(streams.dead_letter_streams), 'dead-letter stream')}"
+            + (f", {counted(len(streams.signals), 'stream signal')} apart" if streams.signals else "")
             if streams
             else ""
         )
@@ -236,10 +239,12 @@ class Settings:
             if self.trusted_proxies
             else ""
         )
+        tenants = f"; tenants measured: {self.tenants.describe()}" if self.tenants != DEFAULT_TENANTS else ""
         return (
             f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
             + proxies
             + declared
+            + tenants
         )
 
 

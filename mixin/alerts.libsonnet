@@ -136,9 +136,9 @@ local lib = import 'lib.libsonnet';
           alert(
             'OrpycamcpSignalUnmeasured', 'warning', 'unmeasured',
             |||
-              orpycamcp:signal_measured:max{signal!="streams"} == 0
-              or max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal="streams"}) == 0
-            ||| % { k: k },
+              orpycamcp:signal_measured:max{signal!~"%(bus)s"} == 0
+              or max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
+            ||| % { k: k, bus: lib.busSignals },
             'An orpycamcp signal cannot be measured; its value is unknown.',
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
@@ -152,11 +152,11 @@ local lib = import 'lib.libsonnet';
           alert(
             'OrpycamcpStreamsUnreadableFromCluster', 'warning', 'unmeasured',
             |||
-              max by (%(k)s, %(cl)s, signal) (orpycamcp:signal_measured:max{signal="streams"}) == 0
-              and on (%(k)s) (
-                max by (%(k)s) (orpycamcp:signal_measured:max{signal="streams"}) == 1
+              max by (%(k)s, %(cl)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
+              and on (%(k)s, signal) (
+                max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 1
               )
-            ||| % { k: k, cl: cl },
+            ||| % { k: k, cl: cl, bus: lib.busSignals },
             'The exporters of one cluster cannot read the Redis streams that another cluster reads.',
             'No exporter of job {{ $labels.job }}%s has measured the streams for %s, while exporters of another cluster do: the bus values now come from those alone, and if they stop, the streams become unknown. Reason now: %s.' % [lib.withCluster(c, ', cluster '), lib.words(c.streamsUnreadableFromClusterFor), failureReasons],
             forDuration=c.streamsUnreadableFromClusterFor,
@@ -164,9 +164,9 @@ local lib = import 'lib.libsonnet';
           alert(
             'OrpycamcpSignalStale', 'critical', 'stale',
             |||
-              time() - orpycamcp:signal_last_success_timestamp_seconds:max{signal!="streams"} > %(age)d
-              or time() - max by (%(k)s, signal) (orpycamcp:signal_last_success_timestamp_seconds:max{signal="streams"}) > %(age)d
-            ||| % { k: k, age: lib.seconds(c.signalStaleAge) },
+              time() - orpycamcp:signal_last_success_timestamp_seconds:max{signal!~"%(bus)s"} > %(age)d
+              or time() - max by (%(k)s, signal) (orpycamcp:signal_last_success_timestamp_seconds:max{signal=~"%(bus)s"}) > %(age)d
+            ||| % { k: k, age: lib.seconds(c.signalStaleAge), bus: lib.busSignals },
             'An orpycamcp signal has not been measured successfully for a long time.',
             'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s).' % [commaCluster, c.signalStaleAge],
             forDuration=c.signalStaleFor,
@@ -188,14 +188,14 @@ local lib = import 'lib.libsonnet';
           alert(
             'OrpycamcpPlatformTotalUnknown', 'warning', 'total_unknown',
             |||
-              group by (%(k)s, signal) (orpycamcp:signal_measured:max{signal!~"streams|audit_chain"})
+              group by (%(k)s, signal) (orpycamcp:signal_measured:max{signal!~"%(bus)s|audit_chain"})
                 unless on (%(k)s, signal) orpycamcp:signal_complete:count%(rec)s
               # One database, all identified: OrpycamcpSignalUnmeasured says it all.
               and on (%(k)s) (
                 orpycamcp:clusters:count%(rec)s > 1
                 or count by (%(k)s) %(unidentified)s
               )
-            ||| % { k: k, rec: rec, unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
+            ||| % { k: k, rec: rec, bus: lib.busSignals, unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') },
             'A platform total is unknown because some database did not measure its signal.',
             std.join(' ', [
               'Signal {{ $labels.signal }} (job {{ $labels.job }}): its platform totals (orpycamcp:*:total) are absent, never partial.',

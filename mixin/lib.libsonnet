@@ -17,6 +17,10 @@
            : 'not a one-unit duration (s, m, h, d or w): ' + duration;
     { count: std.parseInt(digits), unit: units[duration[n - 1]] },
 
+  // The signals that read the one Redis bus: streams, and the stream signals
+  // declared apart, which the exporter names streams_<name> (docs/streams.md).
+  busSignals:: 'streams|streams_.+',
+
   seconds(duration):: local d = parse(duration); d.count * d.unit.seconds,
 
   // In words: "5m" -> "5 minutes", "1h" -> "1 hour".

@@ -59,7 +59,7 @@ local lib = import 'lib.libsonnet';
         unless ignoring (%(id)s) %(latest)s
       or (%(up)s == 0) unless ignoring (%(id)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
     )
-  ||| % { notStreams: lib.selector(c, ['signal!="streams"']), id: id, latest: latest, up: up, k: k, cl: cl },
+  ||| % { notStreams: lib.selector(c, ['signal!~"%s"' % lib.busSignals]), id: id, latest: latest, up: up, k: k, cl: cl },
   // Database identities of the targets still scraped (up or down), with their cluster label.
   local scrapedDatabases = 'group by (%s, %s, %s) (%s and ignoring (%s) %s)' % [k, cl, id, latest, id, up],
   // One cluster label value over several databases: which is which is ambiguous.

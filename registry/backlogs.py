@@ -34,12 +34,20 @@ ARRIVALS_THRESHOLD = PREFIX + "backlog_arrivals_threshold"
 ARRIVALS_THRESHOLD_HELP = (
     "Arrivals per group within the window above which a declared backlog alerts, as declared (alert_above)."
 )
+UNDECLARED = PREFIX + "backlog_undeclared_values"
+UNDECLARED_HELP = (
+    "Distinct values a declared backlog's rows hold in the column of a value set (group, state) that the set"
+    " does not list, each counted under the set's declared catch-all value; only for a set declared with one."
+)
+# The value sets that may declare a catch-all value.
+VALUE_SETS = ("group", "state")
 
 
 class BacklogShape(NamedTuple):
     """What a declared backlog emits: its name, its groups (None: no group
-    label), whether it has an oldest column, its states, its arrival windows
-    and the windows given a threshold."""
+    label), whether it has an oldest column, its states, its arrival windows,
+    the windows given a threshold and the value sets declared with a
+    catch-all value (its last group or state)."""
 
     name: str
     groups: tuple[str, ...] | None
@@ -47,6 +55,7 @@ class BacklogShape(NamedTuple):
     states: tuple[str, ...] | None = None
     windows: tuple[str, ...] | None = None
     thresholds: tuple[str, ...] = ()
+    catch_alls: tuple[str, ...] = ()
 
 
 def pending_part(backlog: str, groups: tuple[str, ...] | None) -> Family:
@@ -101,4 +110,12 @@ def backlog_families(backlogs: tuple[BacklogShape, ...]) -> tuple[Family, ...]:
         for b in backlogs
         if b.thresholds
     )
-    return pending + oldest + items + arrivals + thresholds
+    undeclared = tuple(
+        Family(UNDECLARED, UNDECLARED_HELP, b.name, ("backlog", "value_set"), tuple((b.name, s) for s in b.catch_alls))
+        for b in backlogs
+        if b.catch_alls
+    )
+    for b in backlogs:
+        if not set(b.catch_alls) <= set(VALUE_SETS):
+            raise RegistryError(UNDECLARED, f"value sets {b.catch_alls} are not among {VALUE_SETS}")
+    return pending + oldest + items + arrivals + thresholds + undeclared

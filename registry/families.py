@@ -6,7 +6,9 @@ label value is not declared here makes its signal unmeasured.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from typing import NamedTuple
 
 from registry.model import Family, MetricType, Registry, RegistryError, ValueRule, check_unique, product, single
 from registry.values import (
@@ -327,19 +329,80 @@ for _signal in SIGNALS:
         raise RegistryError(_signal, "signal has no value family in the registry")
 
 
+# A stream signal declared apart from `streams` is named streams_<name>: the
+# shipped rules tell the bus's signals from the database's by that prefix.
+STREAM_SIGNAL_NAME = re.compile(r"streams_[a-z0-9_]{1,32}")
+
+
+class StreamSignalShape(NamedTuple):
+    """A signal of its own reading these (stream, group) pairs and dead-letter streams."""
+
+    name: str
+    groups: tuple[tuple[str, str], ...]
+    deadletter_streams: tuple[str, ...]
+
+
+# The families a stream signal apart emits for its pairs (its withheld undelivered counts
+# are marked per pair; orpycamcp_stream_undelivered_unknown_groups, which has no pair
+# label, counts the streams signal's groups only: a second part would repeat its series).
+PAIR_FAMILIES = (
+    STREAM_PENDING,
+    STREAM_OLDEST_PENDING,
+    STREAM_UNDELIVERED,
+    STREAM_UNDELIVERED_UNKNOWN,
+    STREAM_CONSUMERS,
+    STREAM_CONSUMER_IDLE,
+)
+DEADLETTER_FAMILIES = (DEADLETTER_ENTRIES, DEADLETTER_OLDEST)
+
+
+def _stream_parts(family: Family, stream_signals: tuple[StreamSignalShape, ...]) -> tuple[Family, ...]:
+    """The parts of a streams family the stream signals declared apart emit, after the streams signal's."""
+    if family in PAIR_FAMILIES:
+        return tuple(replace(family, signal=s.name, combinations=s.groups) for s in stream_signals if s.groups)
+    if family in DEADLETTER_FAMILIES:
+        return tuple(
+            replace(family, signal=s.name, combinations=single(s.deadletter_streams))
+            for s in stream_signals
+            if s.deadletter_streams
+        )
+    return ()
+
+
+def _check_read_once(
+    stream_groups: tuple[tuple[str, str], ...],
+    deadletter_streams: tuple[str, ...],
+    stream_signals: tuple[StreamSignalShape, ...],
+) -> None:
+    """Each pair and dead-letter stream is read by one signal: never a series twice on the page."""
+    for s in stream_signals:
+        if not STREAM_SIGNAL_NAME.fullmatch(s.name):
+            raise RegistryError(s.name, "a stream signal's name is streams_ and [a-z0-9_]{1,32}")
+    pairs = STREAM_GROUPS + stream_groups + tuple(p for s in stream_signals for p in s.groups)
+    if len(set(pairs)) != len(pairs):
+        raise RegistryError(STREAM_PENDING.name, "a (stream, group) pair is read by two signals")
+    streams = DEADLETTER_STREAMS + deadletter_streams + tuple(d for s in stream_signals for d in s.deadletter_streams)
+    if len(set(streams)) != len(streams):
+        raise RegistryError(DEADLETTER_ENTRIES.name, "a dead-letter stream is read by two signals")
+
+
 def extended(
     signals: tuple[str, ...],
     families: tuple[Family, ...],
     stream_groups: tuple[tuple[str, str], ...] = (),
     deadletter_streams: tuple[str, ...] = (),
+    stream_signals: tuple[StreamSignalShape, ...] = (),
 ) -> Registry:
     """The built-in registry extended at start with more signals and their value
-    families, and with more (stream, group) pairs and dead-letter streams for
-    the streams signal's families (declared after the built-in ones): the
-    per-signal families then accept the new signals too, and the new families
-    come after the built-in ones, before build_info (and the process families,
-    which always close the page)."""
-    everything = SIGNALS + signals
+    families, with more (stream, group) pairs and dead-letter streams for
+    the streams signal's families (declared after the built-in ones), and with
+    stream signals of their own (their parts of the streams families after the
+    streams signal's, their names after `signals`): the per-signal families
+    then accept the new signals too, and the new families come after the
+    built-in ones, before build_info (and the process families, which always
+    close the page)."""
+    _check_read_once(stream_groups, deadletter_streams, stream_signals)
+    everything = SIGNALS + signals + tuple(s.name for s in stream_signals)
     more: dict[Family, tuple[tuple[str, ...], ...]] = {
         SIGNAL_MEASURED: single(everything),
         SIGNAL_LAST_SUCCESS: single(everything),
@@ -356,9 +419,13 @@ def extended(
         DEADLETTER_OLDEST: single(DEADLETTER_STREAMS + deadletter_streams),
     }
     builtin = tuple(
-        replace(family, combinations=more[family]) if family in more else family
+        part
         for family in FAMILIES
         if family is not BUILD_INFO and family not in TAIL_FAMILIES
+        for part in (
+            replace(family, combinations=more[family]) if family in more else family,
+            *_stream_parts(family, stream_signals),
+        )
     )
     return Registry(
         families=(*builtin, *families, BUILD_INFO, *TAIL_FAMILIES),

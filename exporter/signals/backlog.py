@@ -13,17 +13,22 @@ pending, so pending, oldest, states and arrivals come from one pass. Windows
 end at now(), the database's clock at the start of the measuring
 transaction; its TimeZone is UTC (exporter.sources.postgres), so a timestamp
 without time zone is compared as UTC, as `oldest` reads it.
+
+A value set (groups, states) declared with a catch-all counts every value it
+does not list under that one declared value, and how many distinct such
+values it met; the raw value is never a label. Without one, an undeclared
+value is passed on and the registry refuses it (unregistered_value).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import asyncpg
 
-from exporter.backlogs import Backlog, Scope, Value
+from exporter.backlogs import Backlog, Scope
+from exporter.conditions import Predicate, predicate_of
 from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
@@ -31,36 +36,12 @@ from exporter.sources import Sources
 from exporter.sources.column_types import INTEGER, ResultTypes, time_column
 from exporter.sources.identifiers import quote_identifier
 from exporter.zones import epoch_sql, instant_sql, within_sql
-from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS
-
-
-class Predicate(NamedTuple):
-    """The WHERE clause of a backlog's pending rows and the values it binds."""
-
-    sql: str
-    args: tuple[Value, ...]
+from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS, UNDECLARED
 
 
 def predicate(backlog: Backlog) -> Predicate:
-    numbers: dict[tuple[type, Value], int] = {}
-    args: list[Value] = []
-
-    def bind(value: Value) -> str:
-        key = (type(value), value)
-        if key not in numbers:
-            args.append(value)
-            numbers[key] = len(args)
-        return f"${numbers[key]}"
-
-    clauses = []
-    for condition in backlog.pending:
-        column = quote_identifier(condition.column)
-        refs = [bind(value) for value in condition.values]
-        if len(refs) == 1:
-            clauses.append(f"{column} {'<>' if condition.negated else '='} {refs[0]}")
-        else:
-            clauses.append(f"{column} {'NOT IN' if condition.negated else 'IN'} ({', '.join(refs)})")
-    return Predicate(" AND ".join(clauses), tuple(args))
+    """The WHERE clause of a backlog's pending rows and the values it binds."""
+    return predicate_of(backlog.pending)
 
 
 def branch_sql(backlog: Backlog, table: str, where: str) -> str:
@@ -177,13 +158,33 @@ def _column(backlog: Backlog, column: str) -> str:
     return f"{backlog.table[-1]}.{column}"
 
 
-def _label(backlog: Backlog, row: asyncpg.Record, key: str, column: str | None) -> tuple[str, ...]:
-    """The row's label value of `key` (grp, st), or nothing when the backlog has no such column."""
-    if column is None:
-        return ()
-    if row[key] is None:
-        raise ContractViolation(backlog.name, _column(backlog, column), "NULL in a row read")
-    return (group_label(row[key]),)
+class ValueSet:
+    """The label values of one column (group, state): a row's value as its label,
+    or, with a catch-all declared, every undeclared value as the catch-all,
+    the distinct undeclared values kept to be counted (never emitted)."""
+
+    def __init__(
+        self, backlog: Backlog, key: str, column: str | None, declared: tuple[str, ...] | None, catch_all: str | None
+    ) -> None:
+        self.backlog = backlog
+        self.key = key  # the statement's column: grp, st
+        self.column = column
+        self.declared = frozenset(declared or ())
+        self.catch_all = catch_all
+        self.undeclared: set[str] = set()
+
+    def label(self, row: asyncpg.Record) -> tuple[str, ...]:
+        """The row's label value, or nothing when the backlog has no such column."""
+        if self.column is None:
+            return ()
+        raw = row[self.key]
+        if raw is None:
+            raise ContractViolation(self.backlog.name, _column(self.backlog, self.column), "NULL in a row read")
+        value = group_label(raw)
+        if self.catch_all is None or value in self.declared:
+            return (value,)  # an undeclared value without a catch-all is refused by the registry
+        self.undeclared.add(value)
+        return (self.catch_all,)
 
 
 class Counts:
@@ -195,12 +196,21 @@ class Counts:
         self.oldest: dict[tuple[str, ...], float] = {}
         self.states: dict[tuple[str, ...], int] = {}
         self.arrivals: dict[tuple[str, ...], int] = {}
+        self.groups = ValueSet(backlog, "grp", backlog.group_by, backlog.groups, backlog.group_catch_all)
+        states = backlog.states
+        self.state_set = ValueSet(
+            backlog,
+            "st",
+            None if states is None else states.column,
+            None if states is None else states.values,
+            None if states is None else states.catch_all,
+        )
 
     def add(self, row: asyncpg.Record) -> None:
         backlog = self.backlog
-        group = (backlog.name, *_label(backlog, row, "grp", backlog.group_by))
+        group = (backlog.name, *self.groups.label(row))
         if backlog.states is not None:
-            state = group + _label(backlog, row, "st", backlog.states.column)
+            state = group + self.state_set.label(row)
             self.states[state] = self.states.get(state, 0) + row["rows"]
         if backlog.arrivals is not None:
             if row["unstamped"]:
@@ -226,6 +236,11 @@ class Counts:
             *(Sample(ITEMS, labels, count) for labels, count in self.states.items()),
             *(Sample(ARRIVALS, labels, count) for labels, count in self.arrivals.items()),
             *(Sample(ARRIVALS_THRESHOLD, (self.backlog.name, window), value) for window, value in thresholds),
+            *(
+                Sample(UNDECLARED, (self.backlog.name, name), len(values.undeclared))
+                for name, values in (("group", self.groups), ("state", self.state_set))
+                if values.catch_all is not None
+            ),
         ]
 
 

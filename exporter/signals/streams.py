@@ -26,7 +26,7 @@ import functools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
-from exporter.errors import ContractViolation
+from exporter.errors import ContractViolation, MeasurementError
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, not_in_future
 from exporter.signals.stream_replies import NAME as NAME  # the signal's name, imported from here
@@ -112,6 +112,7 @@ def samples_from(
     reading: StreamsReading,
     groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
     deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
+    withheld_counts: bool = True,
 ) -> Iterator[Sample]:
     """The samples of `reading`, made as they are read: the validation that
     consumes them hands the event loop back as it goes (exporter/validate.py),
@@ -143,7 +144,8 @@ def samples_from(
         yield Sample(STREAM_CONSUMERS.name, labels, known)
         if idle is not None:
             yield Sample(STREAM_CONSUMER_IDLE.name, labels, idle)
-    for reason in UNDELIVERED_UNKNOWN_REASONS:
+    # Counted by the streams signal only (registry.families.PAIR_FAMILIES).
+    for reason in UNDELIVERED_UNKNOWN_REASONS if withheld_counts else ():
         yield Sample(STREAM_UNDELIVERED_UNKNOWN_GROUPS.name, (reason,), withheld[reason])
     for stream, length, first in zip(deadletter_streams, reading.lengths, reading.first_entries, strict=True):
         entries = reply_count(f"XLEN {stream}", length)
@@ -160,15 +162,27 @@ def samples_of(
     return list(samples_from(reading, groups, deadletter_streams))
 
 
-async def measure(query: StreamsQuery, sources: Sources) -> Iterator[Sample]:
-    reading = await sources.require_redis(NAME).read(query, signal=NAME)
-    return samples_from(reading, query.groups, query.deadletter_streams)
+def _named(name: str, samples: Iterator[Sample]) -> Iterator[Sample]:
+    """`samples`, a failure among them named by the signal that reads them (a stream signal declared apart)."""
+    try:
+        yield from samples
+    except MeasurementError as exc:
+        exc.signal = name
+        raise
 
 
-def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> Signal:
-    """The streams signal reading these (stream, group) pairs and dead-letter streams."""
+async def measure(query: StreamsQuery, name: str, sources: Sources) -> Iterator[Sample]:
+    reading = await sources.require_redis(name).read(query, signal=name)
+    if name == NAME:
+        return samples_from(reading, query.groups, query.deadletter_streams)
+    return _named(name, samples_from(reading, query.groups, query.deadletter_streams, withheld_counts=False))
+
+
+def signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...], name: str = NAME) -> Signal:
+    """The signal `name` (streams, or a stream signal declared apart) reading these
+    (stream, group) pairs and dead-letter streams."""
     query = StreamsQuery(groups, deadletter_streams)
-    return Signal(name=NAME, source=Source.REDIS, measure=functools.partial(measure, query))
+    return Signal(name=name, source=Source.REDIS, measure=functools.partial(measure, query, name))
 
 
 def signal_of(registry: Registry) -> Signal:

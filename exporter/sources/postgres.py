@@ -54,6 +54,7 @@ from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch,
 from exporter.sources.postgres_errors import row_security_table, server_words, typed_errors
 from exporter.sources.transaction import COMMIT_SQL, transaction_opening
 from exporter.sources.url_secrets import masked, server_secrets
+from exporter.tenant_list import TenantList
 from exporter.timeouts import Timeouts
 
 # Errors that say public.tenants itself is missing or out of the role's reach.
@@ -61,12 +62,6 @@ UNREADABLE_TENANT_LIST = (
     asyncpg.exceptions.UndefinedTableError,
     asyncpg.exceptions.InsufficientPrivilegeError,
     asyncpg.exceptions.UndefinedColumnError,
-)
-# A NULL provisioning_status (NOT NULL in the contract) is read too: that tenant
-# may be active, so no sum over the others can be presented as complete.
-ACTIVE_TENANTS_SQL = (
-    "SELECT slug, provisioning_status IS NULL AS unstated FROM public.tenants"
-    " WHERE provisioning_status = 'active' OR provisioning_status IS NULL ORDER BY slug"
 )
 # A prepared statement the server does not know (26000), or a name it already
 # knows (42P05): the connection's server session is not the one it prepared on.
@@ -92,6 +87,7 @@ class PostgresSettings:
     pool_mode: PoolMode
     replica_max_staleness: float
     application_name: str
+    tenants: TenantList  # which tenants are measured (exporter.tenant_list), from the declarations file
 
 
 class Postgres:
@@ -318,17 +314,18 @@ class Postgres:
 
     async def _read_tenants(self) -> list[str]:
         try:
-            rows = await self._fetch(ACTIVE_TENANTS_SQL, ())
+            rows = await self._fetch(*self.settings.tenants.query())
         except UNREADABLE_TENANT_LIST as exc:
             if row_security_table(exc) is not None:
                 raise  # every row or none: not a missing grant (exporter.sources.postgres_errors)
             raise TenantListUnreadable(exc.sqlstate, self._mask(str(exc))) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:
+            tenants = self.settings.tenants
             raise ContractViolation(
                 "tenants",
-                "public.tenants.provisioning_status",
-                f"NULL for {unstated} tenant(s): is each active or not?",
+                f"{tenants.name}.{'/'.join(tenants.condition_columns)}",
+                f"NULL for {unstated} tenant(s): is each measured or not?",
             )
         return [row["slug"] for row in rows]
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
+from exporter.backlogs import Backlog
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable, quoted
@@ -25,9 +26,11 @@ from exporter.sources.postgres import Postgres
 from exporter.sources.redis import RedisStreams
 from exporter.sources.redis_url import shown
 from exporter.timeouts import Timeouts
+from exporter.tools.held import check as check_held
 from exporter.tools.hints import hint
 from exporter.tools.plans import SEQSCAN_ROWS, explained_table, sequential_scans, suggested_index
 from exporter.tools.reach import NO_SESSION_HINT, accepting_host
+from exporter.tools.times import Finding
 from exporter.tools.times import check as check_times
 
 SERVER_SQL = (
@@ -207,17 +210,23 @@ async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[st
             say(f"     hint: index the rows read: {suggested_index(backlog, table)}")
 
 
-async def _check_times(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
-    """What each declared backlog's `oldest` column is, and the zone it is read in."""
+async def _check_backlogs(
+    settings: Settings,
+    what: str,
+    applies: Callable[[Backlog], bool],
+    check: Callable[[Backlog], Awaitable[Sequence[Finding]]],
+    say: Callable[[str], None],
+) -> None:
+    """`check`'s findings for each enabled declared backlog it `applies` to, each with its hint."""
     for backlog in settings.backlogs:
-        if backlog.name not in settings.signals or backlog.oldest is None:
+        if backlog.name not in settings.signals or not applies(backlog):
             continue
         try:
             async with asyncio.timeout(settings.deadline):
-                found = await check_times(backlog, postgres)
+                found = await check(backlog)
         except Exception as exc:  # a backlog that cannot be read is reported by its measurement already
             failure = classify(exc, settings.deadline)
-            say(f"     {backlog.name}: time column not checked: {failure.reason}")
+            say(f"     {backlog.name}: {what} not checked: {failure.reason}")
             continue
         for finding in found:
             say(finding.line)
@@ -257,8 +266,13 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
                 say(f"     hint: {hint(failure.reason)}")
                 healthy = False
         if sources.postgres is not None and path_failure is None:
-            await _check_plans(settings, sources.postgres, say)
-            await _check_times(settings, sources.postgres, say)
+            postgres = sources.postgres
+            # What the declaration names that the database does not hold; then the plans and the time columns.
+            await _check_backlogs(settings, "contract", lambda _: True, lambda b: check_held(b, postgres), say)
+            await _check_plans(settings, postgres, say)
+            await _check_backlogs(
+                settings, "time column", lambda b: b.oldest is not None, lambda b: check_times(b, postgres), say
+            )
     finally:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(5):

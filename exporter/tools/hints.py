@@ -34,7 +34,8 @@ HINTS: dict[Reason, str] = {
     Reason.STATEMENT_TIMEOUT: "a statement ran into the statement timeout: look for locks"
     f" ({PG_LOCKS}) or raise {DEADLINE}",
     Reason.LOCK_TIMEOUT: f"a statement waited too long for a lock another session holds: {PG_LOCKS}",
-    Reason.TENANT_LIST_UNREADABLE: "the exporter lists tenants from public.tenants: create it"
+    Reason.TENANT_LIST_UNREADABLE: "the exporter lists tenants from public.tenants (or the table the"
+    " declarations file's tenants: names, with its slug and filter columns): create it"
     " (exporter/contract/contract.sql) or grant the role read access:"
     " GRANT USAGE ON SCHEMA public TO orpycamcp_exporter; GRANT SELECT ON public.tenants TO orpycamcp_exporter"
     " (exporter/contract/grants.sql)",

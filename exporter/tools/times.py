@@ -70,12 +70,16 @@ def findings(backlog: Backlog, types: Sequence[str], server_zone: str, zone_know
     return found
 
 
+async def schemas_read(backlog: Backlog, postgres: Postgres) -> list[str]:
+    """The schemas of the tables the backlog reads: every measured tenant's, or the global table's."""
+    if backlog.scope is Scope.TENANT:
+        return [SCHEMA_PREFIX + slug for slug in await postgres.active_tenant_slugs()]
+    return [backlog.table[0]]
+
+
 async def column_types(backlog: Backlog, postgres: Postgres) -> list[str]:
     """The types of the `oldest` column in the tables the backlog reads."""
-    if backlog.scope is Scope.TENANT:
-        schemas = [SCHEMA_PREFIX + slug for slug in await postgres.active_tenant_slugs()]
-    else:
-        schemas = [backlog.table[0]]
+    schemas = await schemas_read(backlog, postgres)
     rows = await postgres.fetch(COLUMN_TYPES_SQL, schemas, backlog.table[-1], backlog.oldest)
     return [row["type"] for row in rows]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.backlogs import Condition, Scope, load_backlogs, parse_backlogs
+from exporter.backlogs import Scope, load_backlogs, parse_backlogs
+from exporter.conditions import Condition
 from exporter.errors import BacklogConfigError, ConfigError
 from exporter.loading import load
 
@@ -98,7 +99,7 @@ OTHERS: list[tuple[str, str, str | None, str | None, str]] = [
     ("bad-name", replaced("  kyc:", "  Kyc-Queue:"), "Kyc-Queue", None, "[a-z]"),
     ("long-name", replaced("  kyc:", "  " + "k" * 41 + ":"), "k" * 41, None, "at most 40"),
     ("not-a-mapping", "backlogs:\n  kyc: [1, 2]\n", "kyc", None, "mapping"),
-    ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only 'backlogs'"),
+    ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only backlogs, streams, tenants"),
     ("no-backlogs", "backlogs: {}\n", None, "backlogs", "each backlog"),
 ]
 BAD = [(case, replaced(old, new), "kyc", key, problem) for case, old, new, key, problem in KYC_VARIANTS] + OTHERS

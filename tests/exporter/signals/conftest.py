@@ -1,4 +1,4 @@
-"""Fixtures shared by the declared-backlog tests and the streams tests."""
+"""Fixtures shared by the signals' tests: the declared backlogs' tenants, the emptied Redis."""
 
 from __future__ import annotations
 

@@ -1,0 +1,156 @@
+"""`orpycamcp-exporter contract`: one YAML document that round-trips through
+yaml.safe_load, names every value of the registry (built in and declared),
+and names what the signals' statements and the reference DDL hold."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from exporter.backlogs import NO_DECLARATIONS, load_declarations
+from exporter.service import catalog_of
+from exporter.signals import audit_chain, dlq, preservation
+from exporter.tools.contract import contract_document
+from registry import BUILTIN, META, Registry
+from tests.commands import refused_in_one_line, run_exporter
+from tests.platform import Platform
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"
+SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
+
+
+def words(node: object) -> Iterator[str]:
+    """Every key and scalar of a loaded document, as text."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from words(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from words(item)
+    else:
+        yield str(node)
+
+
+def registry_values(registry: Registry) -> set[str]:
+    """Every label value the signals' value families may carry (not the exporter's own families)."""
+    return {
+        value
+        for family in registry.families
+        if family.signal != META
+        for combination in family.combinations
+        for value in combination
+    }
+
+
+def printed(*args: str) -> dict[str, Any]:
+    done = run_exporter("contract", *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    loaded = yaml.safe_load(done.stdout)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_the_shipped_contract_round_trips_and_names_every_registry_value() -> None:
+    loaded = printed()
+    assert loaded == contract_document(NO_DECLARATIONS)
+    assert yaml.safe_load(yaml.safe_dump(loaded)) == loaded
+    assert list(loaded["signals"]) == list(BUILTIN.signals)
+    missing = registry_values(BUILTIN) - set(words(loaded))
+    assert missing == set()
+    assert loaded["tenants"] == {
+        "table": "public.tenants",
+        "slug": "slug",
+        "schema": "tenant_<slug>",
+        "measured": {"provisioning_status": "active"},
+    }
+    assert "backlogs" not in loaded
+    assert "streams" not in loaded
+
+
+def test_with_a_declarations_file_it_names_what_the_file_declares(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text() + (
+        "  signals:\n    streams_ledger:\n      consumer_groups:\n        orpycamcp.ledger.events: [posting]\n"
+        "tenants:\n  measured:\n    provisioning_status: {not: [provisioning]}\n"
+    )
+    path = tmp_path / "declarations.yml"
+    path.write_text(text)
+    loaded = printed("--backlogs.config-file", str(path))
+    declared = load_declarations(str(path), SETTING)
+    assert loaded == contract_document(declared)
+    registry = catalog_of(declared.backlogs, declared.streams).registry
+    assert registry_values(registry) - set(words(loaded)) == set()
+    assert list(loaded["backlogs"]) == ["kyc_dead_letters", "outbox"]
+    assert loaded["backlogs"]["outbox"]["pending"] == {"status": {"not": ["PROCESSED"]}}
+    assert loaded["backlogs"]["outbox"]["groups"] == ["0", "1", "2", "3"]  # label values: text
+    assert loaded["streams"]["signals"] == {
+        "streams_ledger": {"consumer_groups": {"orpycamcp.ledger.events": ["posting"]}}
+    }
+    assert loaded["tenants"]["measured"] == {"provisioning_status": {"not": ["provisioning"]}}
+
+
+def test_a_bad_declarations_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text("tenants:\n  table: tenants\n")
+    assert "key 'tenants.table'" in refused_in_one_line("contract", "--backlogs.config-file", str(path))
+
+
+def test_the_statements_read_what_the_contract_names() -> None:
+    signals = contract_document(NO_DECLARATIONS)["signals"]
+    statements = {
+        "dlq": dlq.batch_sql(['"tenant_x"']),
+        "preservation": preservation.batch_sql(['"tenant_x"']),
+        "audit_chain": audit_chain.LATEST_COMPLETE_RUN_SQL,
+    }
+    for name, sql in statements.items():
+        signal = signals[name]
+        assert signal["table"] in sql, name
+        for column, value in {**signal.get("pending", {}), **signal.get("complete", {})}.items():
+            assert f"{column} = '{value}'" in sql, (name, column)
+        columns = [
+            signal.get("group_by"),
+            signal.get("oldest"),
+            *(label["column"] for label in signal.get("labels", {}).values()),
+            *signal.get("columns", {}).values(),
+            *signal.get("latest", []),
+        ]
+        for column in filter(None, columns):
+            assert column in sql, (name, column)
+
+
+@pytest.mark.anyio
+async def test_the_reference_ddl_holds_every_table_and_column_the_contract_names(platform: Platform) -> None:
+    await platform.add_tenant("acme")
+    document = contract_document(NO_DECLARATIONS)
+    wanted: set[tuple[str, str, str]] = set()
+    tenants = document["tenants"]
+    schema, table = tenants["table"].split(".")
+    wanted |= {(schema, table, tenants["slug"]), *((schema, table, column) for column in tenants["measured"])}
+    for signal in document["signals"].values():
+        if signal["source"] != "postgresql":
+            continue
+        schema, table = ("tenant_acme", signal["table"]) if signal["scope"] == "tenant" else signal["table"].split(".")
+        columns = [
+            *signal.get("pending", {}),
+            *signal.get("complete", {}),
+            signal.get("group_by"),
+            signal.get("oldest"),
+            *(label["column"] for label in signal.get("labels", {}).values()),
+            *signal.get("columns", {}).values(),
+            *signal.get("latest", []),
+        ]
+        wanted |= {(schema, table, column) for column in columns if column}
+    rows = await platform.fetch(
+        "SELECT table_schema, table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema IN ('public', 'tenant_acme')"
+    )
+    held = {(row["table_schema"], row["table_name"], row["column_name"]) for row in rows}
+    # tenants: 2 columns; dlq, preservation: 3 each; audit_chain: 6.
+    assert len(wanted) == 14
+    assert wanted - held == set()
