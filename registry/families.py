@@ -136,6 +136,15 @@ STREAM_OLDEST_PENDING = Family(
     combinations=STREAM_GROUPS,
     sparse=True,
 )
+STREAM_OLDEST_PENDING_DELIVERIES = Family(
+    name=PREFIX + "stream_oldest_pending_deliveries",
+    help="Times the group's oldest pending entry was delivered (its XPENDING delivery counter, claims included);"
+    " absent when nothing is pending.",
+    signal="streams",
+    labels=("stream", "group"),
+    combinations=STREAM_GROUPS,
+    sparse=True,
+)
 STREAM_UNDELIVERED = Family(
     name=PREFIX + "stream_undelivered_entries",
     help="Entries of the stream not yet delivered to the consumer group (XINFO GROUPS lag, Redis 7.0+);"
@@ -187,6 +196,15 @@ DEADLETTER_ENTRIES = Family(
 DEADLETTER_OLDEST = Family(
     name=PREFIX + "deadletter_stream_oldest_entry_timestamp_seconds",
     help="Unix time encoded in the first entry ID of the dead-letter stream; absent when it is empty.",
+    signal="streams",
+    labels=("stream",),
+    combinations=single(DEADLETTER_STREAMS),
+    sparse=True,
+)
+DEADLETTER_ENTRY_101 = Family(
+    name=PREFIX + "deadletter_stream_entry_101_timestamp_seconds",
+    help="Unix time encoded in the ID of the dead-letter stream's 101st entry, the first that cannot share the"
+    " first stream node (100 entries at Redis's default stream-node-max-entries); absent with 100 entries or fewer.",
     signal="streams",
     labels=("stream",),
     combinations=single(DEADLETTER_STREAMS),
@@ -279,6 +297,7 @@ FAMILIES: tuple[Family, ...] = (
     AUDIT_LAST_VERIFICATION,
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
+    STREAM_OLDEST_PENDING_DELIVERIES,
     STREAM_UNDELIVERED,
     STREAM_UNDELIVERED_UNKNOWN,
     STREAM_UNDELIVERED_UNKNOWN_GROUPS,
@@ -286,6 +305,7 @@ FAMILIES: tuple[Family, ...] = (
     STREAM_CONSUMER_IDLE,
     DEADLETTER_ENTRIES,
     DEADLETTER_OLDEST,
+    DEADLETTER_ENTRY_101,
     REDIS_REPLICA_LAG,
     DATABASE_REPLAY_LAG,
     DATABASE_IDENTITY,
@@ -411,12 +431,14 @@ def extended(
         SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
         STREAM_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,
+        STREAM_OLDEST_PENDING_DELIVERIES: STREAM_GROUPS + stream_groups,
         STREAM_UNDELIVERED: STREAM_GROUPS + stream_groups,
         STREAM_UNDELIVERED_UNKNOWN: STREAM_GROUPS + stream_groups,
         STREAM_CONSUMERS: STREAM_GROUPS + stream_groups,
         STREAM_CONSUMER_IDLE: STREAM_GROUPS + stream_groups,
         DEADLETTER_ENTRIES: single(DEADLETTER_STREAMS + deadletter_streams),
         DEADLETTER_OLDEST: single(DEADLETTER_STREAMS + deadletter_streams),
+        DEADLETTER_ENTRY_101: single(DEADLETTER_STREAMS + deadletter_streams),
     }
     builtin = tuple(
         part

@@ -16,6 +16,14 @@ the rule it failed.
 The consumers' idle time is the smallest `idle` of `XINFO CONSUMERS` (any
 Redis with streams); absent when the group has no consumer.
 
+The delivery count of each group's oldest pending entry comes from XPENDING's
+extended form limited to one entry (bounded, whatever the size of the pending
+list), sent right after the summary; it is absent unless that entry is the
+summary's smallest pending ID (an acknowledgement between the two commands).
+Each dead-letter stream's first 101 entries are read (bounded): the first
+gives the oldest entry, the 101st one that cannot share the first stream node
+with it, whose age tells a trim that stopped (docs/streams.md).
+
 The groups and dead-letter streams read are those of the registry: the
 built-in ones and those declared at start, all in one round trip.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
 
 from exporter.errors import ContractViolation, MeasurementError
 from exporter.samples import Sample
@@ -33,14 +42,16 @@ from exporter.signals.stream_replies import NAME as NAME  # the signal's name, i
 from exporter.signals.stream_replies import entry_id, reply_count
 from exporter.signals.streams_lag import StreamState, stream_state, undelivered
 from exporter.sources import Sources
-from exporter.sources.redis import StreamsQuery, StreamsReading
+from exporter.sources.redis import FIRST_NODE_ENTRIES, StreamsQuery, StreamsReading
 from registry import Registry
 from registry.families import (
     DEADLETTER_ENTRIES,
+    DEADLETTER_ENTRY_101,
     DEADLETTER_OLDEST,
     STREAM_CONSUMER_IDLE,
     STREAM_CONSUMERS,
     STREAM_OLDEST_PENDING,
+    STREAM_OLDEST_PENDING_DELIVERIES,
     STREAM_PENDING,
     STREAM_UNDELIVERED,
     STREAM_UNDELIVERED_UNKNOWN,
@@ -65,14 +76,37 @@ def pending_summary(where: str, summary: object) -> tuple[int, float | None]:
     return count, entry_time(where, summary.get("min"))
 
 
+def oldest_pending_deliveries(where: str, summary: object, entries: object) -> int | None:
+    """The delivery count of the oldest pending entry, from an XPENDING ... - + 1 reply
+    (as redis-py parses it); None when it holds no entry or another entry than
+    the summary's smallest pending ID."""
+    listed = _list(where, entries, "pending entries")
+    if not listed:
+        return None
+    entry = listed[0]
+    if not isinstance(entry, Mapping) or "message_id" not in entry or "times_delivered" not in entry:
+        raise ContractViolation(NAME, where, f"entry {entry!r} is not a pending entry")
+    entry_time(where, entry["message_id"])
+    deliveries = _count(where, entry["times_delivered"])
+    if not isinstance(summary, Mapping) or summary.get("min") != entry["message_id"]:
+        return None
+    return deliveries
+
+
+def _list(where: str, reply: object, what: str) -> Sequence[object]:
+    """A reply that must be a list (of `what`)."""
+    if isinstance(reply, str | bytes) or not isinstance(reply, Sequence):
+        raise ContractViolation(NAME, where, f"reply {reply!r} is not a list of {what}")
+    return reply
+
+
 def _records(where: str, reply: object) -> Sequence[Mapping[str, object]]:
     """An XINFO reply: a list of records, each a map from field name to value."""
-    if isinstance(reply, str | bytes) or not isinstance(reply, Sequence):
-        raise ContractViolation(NAME, where, f"reply {reply!r} is not a list of records")
-    for record in reply:
+    records = _list(where, reply, "records")
+    for record in records:
         if not isinstance(record, Mapping):
             raise ContractViolation(NAME, where, f"record {record!r} is not a map of fields")
-    return reply
+    return cast(Sequence[Mapping[str, object]], records)
 
 
 def groups_by_name(where: str, reply: object) -> dict[bytes, Mapping[str, object]]:
@@ -96,16 +130,27 @@ def consumers_idle(where: str, reply: object) -> tuple[int, float | None]:
     return len(records), idle
 
 
+def _pair_time(where: str, entry: object) -> float:
+    """Time of an XRANGE entry, an (ID, fields) pair."""
+    if isinstance(entry, str | bytes) or not isinstance(entry, Sequence) or not entry:
+        raise ContractViolation(NAME, where, f"entry {entry!r} is not an (ID, fields) pair")
+    return entry_time(where, entry[0])
+
+
 def first_entry_time(where: str, entries: object) -> float:
-    """Time of the first entry of an XRANGE ... COUNT 1 reply that holds one."""
-    if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
-        raise ContractViolation(NAME, where, f"reply {entries!r} is not a list of entries")
-    if not entries:
+    """Time of the first entry of an XRANGE ... COUNT n reply that holds one."""
+    listed = _list(where, entries, "entries")
+    if not listed:
         raise ContractViolation(NAME, where, "stream has entries but no first entry")
-    first = entries[0]
-    if isinstance(first, str | bytes) or not isinstance(first, Sequence) or not first:
-        raise ContractViolation(NAME, where, f"entry {first!r} is not an (ID, fields) pair")
-    return entry_time(where, first[0])
+    return _pair_time(where, listed[0])
+
+
+def entry_101_time(where: str, entries: Sequence[object]) -> float | None:
+    """Time of the entry past the first stream node's capacity in an XRANGE ... COUNT 101
+    reply; None when the reply holds 100 entries or fewer."""
+    if len(entries) <= FIRST_NODE_ENTRIES:
+        return None
+    return _pair_time(where, entries[FIRST_NODE_ENTRIES])
 
 
 def samples_from(
@@ -122,12 +167,17 @@ def samples_from(
     stream_replies = dict(zip(streams, reading.stream_infos, strict=True))
     infos: dict[str, tuple[dict[bytes, Mapping[str, object]], StreamState]] = {}
     withheld: Counter[str] = Counter()
-    for (stream, group), summary, consumers in zip(groups, reading.pending, reading.consumers, strict=True):
+    for (stream, group), summary, oldest_entry, consumers in zip(
+        groups, reading.pending, reading.oldest_pending, reading.consumers, strict=True
+    ):
         labels = (stream, group)
         count, oldest = pending_summary(f"XPENDING {stream} {group}", summary)
         yield Sample(STREAM_PENDING.name, labels, count)
         if oldest is not None:
             yield Sample(STREAM_OLDEST_PENDING.name, labels, oldest)
+        deliveries = oldest_pending_deliveries(f"XPENDING {stream} {group} - + 1", summary, oldest_entry)
+        if deliveries is not None:
+            yield Sample(STREAM_OLDEST_PENDING_DELIVERIES.name, labels, deliveries)
         info = infos.get(stream)
         if info is None:
             info = infos[stream] = (
@@ -152,6 +202,9 @@ def samples_from(
         yield Sample(DEADLETTER_ENTRIES.name, (stream,), entries)
         if entries:
             yield Sample(DEADLETTER_OLDEST.name, (stream,), first_entry_time(f"XRANGE {stream}", first))
+            entry_101 = entry_101_time(f"XRANGE {stream}", _list(f"XRANGE {stream}", first, "entries"))
+            if entry_101 is not None:
+                yield Sample(DEADLETTER_ENTRY_101.name, (stream,), entry_101)
 
 
 def samples_of(

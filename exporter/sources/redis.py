@@ -51,11 +51,12 @@ class StreamsReading:
     """The replies as Redis gave them; the streams signal checks their shape."""
 
     pending: tuple[object, ...]  # XPENDING summaries, one per (stream, group)
+    oldest_pending: tuple[object, ...]  # XPENDING <stream> <group> - + 1: the oldest pending entry, one per pair
     consumers: tuple[object, ...]  # XINFO CONSUMERS, one per (stream, group)
     groups: tuple[object, ...]  # XINFO GROUPS, one per distinct stream of the pairs, in first-seen order
     stream_infos: tuple[object, ...]  # XINFO STREAM, one per distinct stream, in the same order
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
-    first_entries: tuple[object, ...]  # XRANGE - + COUNT 1, one per dead-letter stream
+    first_entries: tuple[object, ...]  # XRANGE - + COUNT 101, one per dead-letter stream
     replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
     streams: tuple[str, ...] | None = None  # the stream of each XINFO GROUPS reply, when the query gave them
 
@@ -65,10 +66,20 @@ def streams_of(groups: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stream for stream, _ in groups))
 
 
+# Read from each dead-letter stream: its first entries, up to the first that
+# cannot share the first stream node (Redis's default stream-node-max-entries
+# is 100), whose age tells a trim that stopped (docs/streams.md).
+FIRST_NODE_ENTRIES = 100
+
+
 def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Sequence[str]) -> list[Command]:
     """The commands of one reading, in the order StreamsReading takes their replies.
-    XPENDING comes first: a missing group is reported as NOGROUP, naming it."""
-    commands: list[Command] = [("XPENDING", stream, group) for stream, group in groups]
+    XPENDING comes first: a missing group is reported as NOGROUP, naming it. Each
+    summary is followed by the extended form for the oldest pending entry alone
+    (COUNT 1: one entry whatever the size of the pending list)."""
+    commands: list[Command] = []
+    for stream, group in groups:
+        commands += [("XPENDING", stream, group), ("XPENDING", stream, group, "-", "+", "1")]
     # "XINFO CONSUMERS" as one word: redis-py then parses the reply as XINFO's.
     commands += [("XINFO CONSUMERS", stream, group) for stream, group in groups]
     streams = streams_of(groups)
@@ -77,7 +88,7 @@ def stream_commands(groups: Sequence[tuple[str, str]], deadletter_streams: Seque
     commands += [("XINFO STREAM", stream) for stream in streams]
     for stream in deadletter_streams:
         commands.append(("XLEN", stream))
-        commands.append(("XRANGE", stream, "-", "+", "COUNT", "1"))
+        commands.append(("XRANGE", stream, "-", "+", "COUNT", str(FIRST_NODE_ENTRIES + 1)))
     return commands
 
 
@@ -101,12 +112,13 @@ class StreamsQuery:
 def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaLink | None) -> StreamsReading:
     pairs = len(query.groups)
     streams = len(query.streams)
-    rest = replies[2 * pairs + 2 * streams :]
+    rest = replies[3 * pairs + 2 * streams :]
     return StreamsReading(
-        pending=tuple(replies[:pairs]),
-        consumers=tuple(replies[pairs : 2 * pairs]),
-        groups=tuple(replies[2 * pairs : 2 * pairs + streams]),
-        stream_infos=tuple(replies[2 * pairs + streams : 2 * pairs + 2 * streams]),
+        pending=tuple(replies[0 : 2 * pairs : 2]),
+        oldest_pending=tuple(replies[1 : 2 * pairs : 2]),
+        consumers=tuple(replies[2 * pairs : 3 * pairs]),
+        groups=tuple(replies[3 * pairs : 3 * pairs + streams]),
+        stream_infos=tuple(replies[3 * pairs + streams : 3 * pairs + 2 * streams]),
         lengths=tuple(rest[0::2]),
         first_entries=tuple(rest[1::2]),
         replica=replica,

@@ -21,6 +21,12 @@ STEP = 64  # commands packed at a time
 Parse = Callable[..., Awaitable[object]]  # (connection, command name): redis-py's parse_response
 
 
+def parse_options(command: Sequence[str]) -> dict[str, bool]:
+    """What redis-py's callback of `command` needs to be told: XPENDING's
+    extended form (with a range) is parsed as entries only when asked to."""
+    return {"parse_detail": True} if command[0] == "XPENDING" and len(command) > 3 else {}
+
+
 class Exchanged(NamedTuple):
     replies: list[object]  # one per command, in order; an error reply as redis-py's exception
     errors: list[int]  # the positions of the error replies, in order
@@ -41,7 +47,7 @@ async def exchange(connection: AbstractConnection, commands: Sequence[Sequence[s
             if pacer.due():
                 await pacer.hand_back()
             try:
-                replies.append(await parse(connection, command[0]))
+                replies.append(await parse(connection, command[0], **parse_options(command)))
             except redis.exceptions.ResponseError as exc:
                 errors.append(position)
                 replies.append(exc)
