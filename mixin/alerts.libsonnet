@@ -34,6 +34,10 @@ local lib = import 'lib.libsonnet';
     expr
   ),
   local up = 'up' + lib.selector(c),
+  local reclaim = lib.reclaim(c),
+  assert lib.seconds(c.streamPendingAge) > reclaim.deadLetterMax
+         : 'streamPendingAge must exceed the dead-letter window (maxDeliveries x (reclaimMinIdle + reclaimInterval))',
+  local trimAge = lib.seconds(c.deadletterTrimHorizon) + 2 * lib.seconds(c.deadletterTrimInterval),
   local inDatabase = lib.withDatabase(),
   // A query of the alert's own deployment inside a template: printf `<query>` <args>.
   local q(text) = lib.templateQuery(text),
@@ -373,14 +377,31 @@ local lib = import 'lib.libsonnet';
       {
         name: 'orpycamcp.streams.alerts',
         rules: [
-          // The reclaim sweep (every 30 s, min idle 60 s, 5 deliveries) clears
-          // a stuck message within about 2.5 minutes.
+          // The pending age is the entry's write time (its ID), not its delivery:
+          // a catch-up after an outage holds old entries pending while healthy,
+          // but moves the oldest on. A stuck entry stays the oldest: longer than
+          // the dead-letter window, the sweep would have cleared it.
           busAlert(
             'OrpycamcpStreamPendingTooOld', 'warning',
-            'time() - orpycamcp:stream_oldest_pending_timestamp_seconds:max > %d' % lib.seconds(c.streamPendingAge),
+            |||
+              time() - orpycamcp:stream_oldest_pending_timestamp_seconds:max > %(age)d
+              and orpycamcp:stream_oldest_pending_timestamp_seconds:max
+                == orpycamcp:stream_oldest_pending_timestamp_seconds:max offset %(window)s
+              # Past max_deliveries: OrpycamcpStreamDeadLetteringFailing says more.
+              unless orpycamcp:stream_oldest_pending_deliveries:max > %(max)d
+            ||| % { age: lib.seconds(c.streamPendingAge), window: c.streamPendingAge, max: c.maxDeliveries },
             c.streamPendingTooOldFor,
-            'A consumer group holds a pending message older than the reclaim window.',
-            'The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s); the reclaim sweep should have cleared it within about 2.5 minutes.' % c.streamPendingAge,
+            'A consumer group has held the same pending message longer than its reclaim sweep allows.',
+            "The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old and has been the group's oldest pending message for %s: the reclaim sweep (%s) dead-letters a message that keeps failing %s after its first delivery, so the sweep or the group's consumers are stuck. A catch-up after an outage moves the oldest on and does not fire this." % [lib.words(c.streamPendingAge), reclaim.cadenceWords, reclaim.deadLetterWords],
+          ),
+          // ADR-021 R-4: on_dead_letter failed, so the entry is not acknowledged;
+          // each sweep claims it again (one delivery more) and fails again.
+          busAlert(
+            'OrpycamcpStreamDeadLetteringFailing', 'warning',
+            'orpycamcp:stream_oldest_pending_deliveries:max > %d' % c.maxDeliveries,
+            '%ds' % (2 * reclaim.retryMax),
+            'Dead-lettering fails: a message past max_deliveries stays pending.',
+            "The oldest pending message of group {{ $labels.group }} on stream {{ $labels.stream }} has been delivered {{ $value }} times, more than max_deliveries (%d), and is still pending after two sweeps (%s): dead-lettering it fails (ADR-021 R-4: on_dead_letter raised, so it is not acknowledged) and the sweep retries it every %s: it has no durable record (evento_dead_letter, audit_log) yet, and each attempt may add one more copy to the dead-letter stream." % [c.maxDeliveries, lib.secondsWords(2 * reclaim.retryMax), reclaim.retryWords],
           ),
           busAlert(
             'OrpycamcpStreamPendingAgeUnknown', 'warning',
@@ -433,13 +454,16 @@ local lib = import 'lib.libsonnet';
             'A dead-letter stream is growing.',
             'Dead-letter stream {{ $labels.stream }} holds {{ $value }} entries, more than %s ago: messages are failing after every delivery attempt.' % lib.words(c.deadletterStreamGrowthWindow),
           ),
-          // Streams are trimmed at 30 days.
+          // The trim (XTRIM MINID ~, daily) removes whole stream nodes only: a
+          // quiet stream keeps entries far past the horizon in its first node,
+          // while trimmed. The 101st entry cannot share that node: past the
+          // horizon plus two trim intervals, a running trim would have removed it.
           busAlert(
-            'OrpycamcpDeadletterStreamEntriesTooOld', 'info',
-            'time() - orpycamcp:deadletter_stream_oldest_entry_timestamp_seconds:max > %d' % lib.seconds(c.deadletterStreamEntriesAge),
+            'OrpycamcpDeadletterStreamEntriesTooOld', 'warning',
+            'time() - orpycamcp:deadletter_stream_entry_101_timestamp_seconds:max > %d' % trimAge,
             c.deadletterStreamEntriesTooOldFor,
-            'A dead-letter stream holds entries older than the 30-day trim horizon.',
-            'The first entry of dead-letter stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s): trimming is not running.' % c.deadletterStreamEntriesAge,
+            'A dead-letter stream holds entries its daily trim would have removed.',
+            'The 101st entry of dead-letter stream {{ $labels.stream }} is {{ $value | humanizeDuration }} old (threshold %s: a horizon of %s plus two trim intervals of %s): `XTRIM MINID ~` keeps past the horizon only what shares the first stream node (100 entries at most), so the trim is not running, or not keeping up (a run removes 10,000 entries at most).' % [lib.secondsWords(trimAge), lib.words(c.deadletterTrimHorizon), lib.words(c.deadletterTrimInterval)],
           ),
         ],
       },

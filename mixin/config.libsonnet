@@ -86,6 +86,19 @@
     auditChainVerificationAge: '26h',
     auditChainVerificationStaleFor: '5m',
     auditChainNeverVerifiedFor: '1h',
+    // The platform's reclaim sweep (ADR-021, the seeds' defaults): every
+    // reclaimInterval each consumer group claims its pending entries idle for
+    // reclaimMinIdle and retries them; the one delivered maxDeliveries times is
+    // dead-lettered (XADD to its dead-letter stream, on_dead_letter, XACK). The
+    // windows the alerts, the runbook and the dashboard state derive from these
+    // (lib.reclaim): an entry is dead-lettered 4 to 7.5 minutes after its first
+    // delivery with these values.
+    reclaimInterval: '30s',
+    reclaimMinIdle: '60s',
+    maxDeliveries: 5,
+    // OrpycamcpStreamPendingTooOld: the oldest pending entry is older than this
+    // and has been the group's oldest for as long (more than the dead-letter
+    // window: the sweep would have cleared it); healthy catch-up moves it on.
     streamPendingAge: '10m',
     streamPendingTooOldFor: '5m',
     streamPendingAgeUnknownFor: '10m',
@@ -96,7 +109,12 @@
     // present) with its consumers idle as above, this long.
     streamUndeliveredUnknownFor: '30m',
     deadletterStreamGrowthWindow: '15m',
-    deadletterStreamEntriesAge: '31d',
+    // The dead-letter streams' trim (ADR-021 MVP-2): `XTRIM <stream> MINID ~
+    // <now - horizon>` every interval. OrpycamcpDeadletterStreamEntriesTooOld
+    // fires when the 101st entry is older than the horizon plus two intervals
+    // (one run, and one more postponed by a worker's restart).
+    deadletterTrimHorizon: '30d',
+    deadletterTrimInterval: '1d',
     deadletterStreamEntriesTooOldFor: '1h',
     backlogPendingFor: '1h',
     backlogOldestPendingAge: '24h',

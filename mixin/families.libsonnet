@@ -15,11 +15,13 @@
   audit_chain_last_verification_timestamp_seconds: [],
   stream_pending_messages: ['stream', 'group'],
   stream_oldest_pending_timestamp_seconds: ['stream', 'group'],
+  stream_oldest_pending_deliveries: ['stream', 'group'],
   stream_undelivered_entries: ['stream', 'group'],
   stream_consumers: ['stream', 'group'],
   stream_consumer_idle_seconds: ['stream', 'group'],
   deadletter_stream_entries: ['stream'],
   deadletter_stream_oldest_entry_timestamp_seconds: ['stream'],
+  deadletter_stream_entry_101_timestamp_seconds: ['stream'],
   // Declared backlogs: `group` only for a backlog declared with groups.
   backlog_pending_items: ['backlog', 'group'],
   backlog_oldest_pending_timestamp_seconds: ['backlog', 'group'],

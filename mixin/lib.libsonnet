@@ -28,6 +28,49 @@
     local d = parse(duration);
     '%d %s%s' % [d.count, d.unit.name, if d.count == 1 then '' else 's'],
 
+  // A number of seconds in words: "90 seconds", "4 minutes", "7.5 minutes", "32 days".
+  secondsWords(seconds)::
+    if seconds >= 86400 && seconds % 86400 == 0 then $.words('%dd' % (seconds / 86400))
+    else if seconds >= 3600 && seconds % 3600 == 0 then $.words('%dh' % (seconds / 3600))
+    else if seconds < 120 || seconds % 30 != 0 then '%d seconds' % seconds
+    else if seconds % 60 == 0 then '%d minute%s' % [seconds / 60, if seconds == 60 then '' else 's']
+    else '%d.5 minutes' % std.floor(seconds / 60),
+
+  // "4 to 7.5 minutes": two numbers of seconds in words, the unit said once when shared.
+  rangeWords(low, high)::
+    local lowWords = std.split($.secondsWords(low), ' ');
+    local highWords = std.split($.secondsWords(high), ' ');
+    if lowWords[1] == highWords[1] then '%s to %s' % [lowWords[0], $.secondsWords(high)]
+    else '%s to %s' % [$.secondsWords(low), $.secondsWords(high)],
+
+  // The platform's reclaim sweep (ADR-021) in seconds, from _config: an entry
+  // that keeps failing is delivered again once idle for the minimum idle time,
+  // at the next sweep (60 to 90 s after its last delivery with the seeds'
+  // defaults); at its maxDeliveries-th delivery it is dead-lettered in the same
+  // sweep, or at the next one if that delivery never returned.
+  reclaim(config)::
+    local idle = $.seconds(config.reclaimMinIdle);
+    local interval = $.seconds(config.reclaimInterval);
+    assert idle > interval : 'reclaimMinIdle must exceed reclaimInterval (the cadence contract of ADR-021)';
+    assert std.isNumber(config.maxDeliveries) && config.maxDeliveries >= 1 : 'maxDeliveries is a count of deliveries';
+    {
+      // Between two deliveries of one entry, and between two attempts to dead-letter it.
+      retryMin: idle,
+      retryMax: idle + interval,
+      // From the first delivery of an entry that keeps failing to its dead-lettering.
+      deadLetterMin: (config.maxDeliveries - 1) * idle,
+      deadLetterMax: config.maxDeliveries * (idle + interval),
+      // In words, for the texts: "60 to 90 seconds", "4 to 7.5 minutes".
+      retryWords: $.rangeWords(self.retryMin, self.retryMax),
+      deadLetterWords: $.rangeWords(self.deadLetterMin, self.deadLetterMax),
+      // "every 30 seconds, minimum idle 60 seconds, 5 deliveries"
+      cadenceWords: 'every %s, minimum idle %s, %d deliveries' % [
+        $.secondsWords(interval),
+        $.secondsWords(idle),
+        config.maxDeliveries,
+      ],
+    },
+
   // The matchers of a selector ('job="a", namespace=~"b|c"'), split at the
   // commas outside quoted values, each as { name, op, text }.
   matchers(selector)::

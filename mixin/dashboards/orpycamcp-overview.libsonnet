@@ -26,6 +26,10 @@ function(c)
   local q(expr, text='__auto') = g.query(expr, legend(text));
   local age(expr) = 'time() - ' + expr;
   local seconds = lib.seconds;
+  local reclaim = lib.reclaim(c);
+  local trimAge = seconds(c.deadletterTrimHorizon) + 2 * seconds(c.deadletterTrimInterval);
+  // ADR-041: the audit-chain runs are monitoring, not proof.
+  local notProof = ' Monitoring, not proof (ADR-041): the application role keeps INSERT on audit_chain_runs, so a run can be recorded that never happened; integrity is proven by running verify_chain again (the backup CLI, which anchors the chain end in the same run) and comparing with the anchor.';
 
   local measured = [g.value('1', 'measured', 'green'), g.value('0', 'UNMEASURED', 'red'), g.unknown];
   local redBelowOne = [['red', null], ['green', 1]];
@@ -276,7 +280,7 @@ function(c)
       g.stat(
         11,
         'Audit-chain verification',
-        "Result of the last complete audit-chain verification run (orpycamcp_audit_chain_verification_ok). 'never verified' means the signal is measured but no run was ever recorded; 'unknown' means audit_chain is unmeasured.",
+        "What the last complete audit-chain verification run recorded (orpycamcp_audit_chain_verification_ok). 'never verified' means the signal is measured but no run was ever recorded; 'unknown' means audit_chain is unmeasured." + notProof,
         'none',
         [q(maxBy(['job', cluster], 'orpycamcp_audit_chain_verification_ok') + ' or ' + neverVerified, '{{job}} %(cluster)s')],
         noValue='unknown',
@@ -311,7 +315,7 @@ function(c)
       g.stat(
         13,
         'Age of last audit-chain verification',
-        "Time since the last complete audit-chain verification run finished (orpycamcp_audit_chain_last_verification_timestamp_seconds). 'never' means the signal is measured but no run was ever recorded. Alert OrpycamcpAuditChainVerificationStale fires above %s." % c.auditChainVerificationAge,
+        "Time since the last complete audit-chain verification run recorded its end (orpycamcp_audit_chain_last_verification_timestamp_seconds). 'never' means the signal is measured but no run was ever recorded. Alert OrpycamcpAuditChainVerificationStale fires above %s." % c.auditChainVerificationAge + notProof,
         's',
         [q(age(maxBy(['job', cluster], 'orpycamcp_audit_chain_last_verification_timestamp_seconds')) + ' or ' + neverVerified, '{{job}} %(cluster)s')],
         noValue='unknown',
@@ -341,7 +345,7 @@ function(c)
       g.timeseries(
         16,
         'Oldest pending message age',
-        'Age of the oldest pending message per stream and group (from orpycamcp_stream_oldest_pending_timestamp_seconds). No line means the PEL is empty. The reclaim sweep clears a stuck message within about 2.5 minutes; OrpycamcpStreamPendingTooOld fires above %s.' % c.streamPendingAge,
+        'Age of the oldest pending message per stream and group (from orpycamcp_stream_oldest_pending_timestamp_seconds): since it was written, not delivered, so a catch-up after an outage shows old messages that move on. No line means the PEL is empty. The reclaim sweep (%s) dead-letters a message that keeps failing %s after its first delivery; OrpycamcpStreamPendingTooOld fires when the same message has been the oldest for %s and is older than that.' % [reclaim.cadenceWords, reclaim.deadLetterWords, lib.words(c.streamPendingAge)],
         's',
         [q(age(perCluster('orpycamcp_stream_oldest_pending_timestamp_seconds', ['stream', 'group'])), '%(cluster)s {{stream}} / {{group}}')],
         thresholds=[['green', null], ['red', seconds(c.streamPendingAge)]],
@@ -356,12 +360,32 @@ function(c)
       g.stat(
         18,
         'Oldest dead-letter entry age',
-        'Age of the first entry of each dead-letter stream (from orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds). Streams are trimmed at 30 days; OrpycamcpDeadletterStreamEntriesTooOld fires above %s. No value means the stream is empty.' % lib.words(c.deadletterStreamEntriesAge),
+        'Age of the first entry of each dead-letter stream (from orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds). The daily trim (XTRIM MINID ~, %s horizon) removes whole stream nodes only, so a quiet stream keeps entries older than the horizon while trimmed: an age past it is not an alert. No value means the stream is empty.' % lib.words(c.deadletterTrimHorizon),
         's',
         [q(age(perCluster('orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds', ['stream'])), '%(cluster)s {{stream}}')],
         noValue='empty',
         colorMode='value',
-        thresholds=[['green', null], ['yellow', seconds('30d')], ['red', seconds(c.deadletterStreamEntriesAge)]],
+        thresholds=[['green', null], ['yellow', seconds(c.deadletterTrimHorizon)]],
+        width=12,
+        height=8,
+      ),
+      g.timeseries(
+        56,
+        'Oldest pending message deliveries',
+        'Times the oldest pending message of each group was delivered, claims by the reclaim sweep included (orpycamcp_stream_oldest_pending_deliveries, max over the replicas of each cluster). No line: nothing pending. The sweep dead-letters a message at its delivery %d; above %d dead-lettering failed (ADR-021 R-4), and OrpycamcpStreamDeadLetteringFailing fires when it stays.' % [c.maxDeliveries, c.maxDeliveries],
+        'short',
+        [q(perCluster('orpycamcp_stream_oldest_pending_deliveries', ['stream', 'group']), '%(cluster)s {{stream}} / {{group}}')],
+        thresholds=[['green', null], ['red', c.maxDeliveries + 1]],
+      ),
+      g.stat(
+        57,
+        'Dead-letter 101st entry age',
+        'Age of the 101st entry of each dead-letter stream (from orpycamcp_deadletter_stream_entry_101_timestamp_seconds), the first that cannot share the first stream node: a running trim keeps it within the horizon plus one interval. OrpycamcpDeadletterStreamEntriesTooOld fires above %s. No value: 100 entries or fewer.' % lib.secondsWords(trimAge),
+        's',
+        [q(age(perCluster('orpycamcp_deadletter_stream_entry_101_timestamp_seconds', ['stream'])), '%(cluster)s {{stream}}')],
+        noValue='100 entries or fewer',
+        colorMode='value',
+        thresholds=[['green', null], ['red', trimAge]],
         width=12,
         height=8,
       ),

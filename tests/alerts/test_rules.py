@@ -70,7 +70,13 @@ GLOBAL_TOTALS = {
     "deadletter_stream_oldest_entry_timestamp_seconds": "stream",
 }
 # Bus families whose bus value (`:max`) has no platform total of its own.
-BUS_ONLY = {"stream_undelivered_entries", "stream_consumers", "stream_consumer_idle_seconds"}
+BUS_ONLY = {
+    "stream_undelivered_entries",
+    "stream_consumers",
+    "stream_consumer_idle_seconds",
+    "stream_oldest_pending_deliveries",
+    "deadletter_stream_entry_101_timestamp_seconds",
+}
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:

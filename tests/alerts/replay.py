@@ -1,0 +1,150 @@
+"""Alert scenarios replayed by promtool over series a real exporter measured.
+
+A scenario writes to a real Redis what the platform does (entries whose IDs
+carry the simulated time, reads, claims, acknowledgements, trims), measures
+the streams signal with the exporter's own code after each step, and keeps
+the values. Timestamps are rebased on promtool's clock: an entry written `a`
+seconds before the simulated instant of a measurement is `a` seconds before
+promtool's instant of that sample, so every age the rules compute is the one
+the platform had. promtool then evaluates the shipped rules (the streams'
+records and alerts, annotations aside) over these series.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from devkit.tools import tool
+from exporter.measure import measure
+from exporter.signals import streams
+from exporter.sources import Sources
+from exporter.sources.redis import RedisStreams
+from exporter.timeouts import Timeouts
+from registry import Registry
+
+from .shorten import load_rules
+
+JOB = "orpycamcp-exporter"
+INSTANCE = "replay:9874"
+STREAMS_ALERTS = "orpycamcp.streams.alerts"
+STREAMS_RECORDS = ("orpycamcp:stream_", "orpycamcp:deadletter_")
+
+
+@dataclass
+class Recording:
+    """Series measured at steps of `step_s` seconds of promtool time; each value is
+    repeated `repeat` times at `step_s / repeat` intervals (an instant query looks
+    back 5 minutes only)."""
+
+    step_s: int
+    repeat: int = 1
+    steps: int = 0
+    values: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    @property
+    def interval_s(self) -> int:
+        return self.step_s // self.repeat
+
+    async def measure(self, source: RedisStreams, registry: Registry, now_s: float) -> None:
+        """One measurement through the exporter, as the platform was at `now_s` (simulated)."""
+        outcome = await measure(streams.signal_of(registry), Sources(redis=source), Timeouts(5.0), registry)
+        assert outcome.samples is not None, outcome.failure
+        at = self.steps * self.step_s
+        for sample in outcome.samples:
+            family = registry.family(sample.family, streams.NAME)
+            assert family is not None
+            labels = ",".join(f'{name}="{value}"' for name, value in zip(family.labels, sample.labels, strict=True))
+            name = f'{sample.family}{{job="{JOB}",instance="{INSTANCE}",{labels}}}'
+            value = float(sample.value)
+            if sample.family.endswith("_timestamp_seconds"):
+                value = value - now_s + at
+            self.values.setdefault(name, {})[self.steps] = value
+        self.steps += 1
+
+    def input_series(self) -> list[dict[str, str]]:
+        series = []
+        for name, by_step in sorted(self.values.items()):
+            parts = []
+            for step in range(self.steps):
+                value = by_step.get(step)
+                shown = "_" if value is None else repr(value)
+                parts.append(shown if self.repeat == 1 else f"{shown}x{self.repeat - 1}")
+            series.append({"series": name, "values": " ".join(parts)})
+        return series
+
+
+@dataclass(frozen=True)
+class Check:
+    """At `at_s` seconds of promtool time, `alert` fires for exactly these label sets."""
+
+    at_s: int
+    alert: str
+    firing: tuple[Mapping[str, str], ...] = ()
+
+
+def alert_labels(alert: str, **labels: str) -> dict[str, str]:
+    severity = "warning"
+    return {"severity": severity, "signal": "streams", "orpycamcp_role": "value", "job": JOB, **labels}
+
+
+def duration(seconds: int) -> str:
+    """A duration in its largest exact unit: promtool misplaces an alert check at "3456000s"
+    (40 days), and finds it at "40d"."""
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def streams_rules() -> dict[str, Any]:
+    """The shipped rules the streams alerts need: their records and alerts, annotations
+    left out (the scenarios check when and for what they fire; the texts are checked
+    by alerts/tests)."""
+    groups = []
+    for group in load_rules()["groups"]:
+        rules = []
+        for rule in group["rules"]:
+            if str(rule.get("record", "")).startswith(STREAMS_RECORDS) or group["name"] == STREAMS_ALERTS:
+                rules.append({key: value for key, value in rule.items() if key != "annotations"})
+        if rules:
+            groups.append({"name": group["name"], "rules": rules})
+    return {"groups": groups}
+
+
+def promtool_test(recording: Recording, checks: Iterable[Check], directory: Path, evaluation_s: int) -> str:
+    """Runs the checks over the recording with promtool; returns its output, failing on any mismatch."""
+    (directory / "rules.yml").write_text(yaml.safe_dump(streams_rules(), sort_keys=False), encoding="utf-8")
+    tests = [
+        {
+            "alertname": check.alert,
+            "eval_time": duration(check.at_s),
+            "exp_alerts": [{"exp_labels": dict(labels)} for labels in check.firing],
+        }
+        for check in checks
+    ]
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": duration(evaluation_s),
+        "tests": [
+            {
+                "interval": duration(recording.interval_s),
+                "input_series": recording.input_series(),
+                "alert_rule_test": tests,
+            }
+        ],
+    }
+    path = directory / "scenario.test.yml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False, width=1 << 20), encoding="utf-8")
+    result = subprocess.run(
+        [tool("promtool"), "test", "rules", str(path)], capture_output=True, text=True, timeout=600, check=False
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    assert "SUCCESS" in result.stdout
+    return output
