@@ -5,6 +5,9 @@ the exporter's source."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
@@ -23,6 +26,20 @@ PENDING = "orpycamcp_stream_pending_messages"
 DL_ENTRIES = "orpycamcp_deadletter_stream_entries"
 
 Values = dict[tuple[str, tuple[str, ...]], float]
+
+
+@asynccontextmanager
+async def emptied_with_groups(url: str) -> AsyncIterator[Redis]:
+    """A client of the Redis at `url`, emptied, with the built-in consumer groups;
+    emptied again when done (a test's large streams are not left to the next)."""
+    client = Redis.from_url(url, decode_responses=True)
+    await client.flushall()
+    await create_stream_groups(client)
+    try:
+        yield client
+    finally:
+        await client.flushall()
+        await client.aclose()
 
 
 async def write_backlog(client: Redis | RedisCluster, round_: int) -> None:

@@ -24,9 +24,8 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis
-from devkit.streams import create_stream_groups
 from registry import BUILTIN
-from tests.redis_streams import streams_source
+from tests.redis_streams import emptied_with_groups, streams_source
 
 from .replay import Check, Recording, alert_labels, promtool_test
 
@@ -92,14 +91,8 @@ class Consumer:
 
 @pytest.fixture
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    await create_stream_groups(client)
-    try:
+    async with emptied_with_groups(redis.url) as client:
         yield client
-    finally:
-        await client.flushall()
-        await client.aclose()
 
 
 def minutes(count: float) -> int:

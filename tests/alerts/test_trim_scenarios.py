@@ -18,9 +18,8 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis
-from devkit.streams import create_stream_groups
 from registry.families import extended
-from tests.redis_streams import streams_source
+from tests.redis_streams import emptied_with_groups, streams_source
 
 from .replay import Check, Recording, alert_labels, promtool_test
 
@@ -51,14 +50,8 @@ STREAMS = tuple(stream(rate, trim) for rate in RATES for trim in ("trimmed", "st
 
 @pytest.fixture
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    await create_stream_groups(client)
-    try:
+    async with emptied_with_groups(redis.url) as client:
         yield client
-    finally:
-        await client.flushall()
-        await client.aclose()
 
 
 async def add_between(db: Redis, name: str, per_day: float, start_ms: int, after_ms: int, until_ms: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis
-from devkit.streams import create_stream_groups
+from tests.redis_streams import emptied_with_groups
 from tests.scrapes import scrape_once
 
 pytestmark = pytest.mark.anyio
@@ -27,13 +27,8 @@ CUTOFF_MS = BASE_MS + 1_000_000
 
 @pytest.fixture
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    await create_stream_groups(client)
-    try:
+    async with emptied_with_groups(redis.url) as client:
         yield client
-    finally:
-        await client.aclose()
 
 
 async def page_values(redis: LocalRedis) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

@@ -9,9 +9,9 @@ import pytest
 from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis
-from devkit.streams import create_stream_groups
 from exporter.errors import ContractViolation
 from exporter.signals.streams import oldest_pending_deliveries
+from tests.redis_streams import emptied_with_groups
 from tests.scrapes import scrape_once
 
 pytestmark = pytest.mark.anyio
@@ -24,13 +24,8 @@ LABELS = (("group", GROUP), ("stream", DOCUMENTS))
 
 @pytest.fixture
 async def db(redis: LocalRedis) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis.url, decode_responses=True)
-    await client.flushall()
-    await create_stream_groups(client)
-    try:
+    async with emptied_with_groups(redis.url) as client:
         yield client
-    finally:
-        await client.aclose()
 
 
 async def deliveries_on_the_page(redis: LocalRedis) -> dict[tuple[tuple[str, str], ...], float]:
