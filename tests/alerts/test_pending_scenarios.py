@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -65,7 +66,8 @@ class Consumer:
             await self.sweep(db, now_s)
         catching_up = self.stopped is not None and now_s >= self.stopped[1]
         count = 5 * WRITES_PER_STEP if catching_up else WRITES_PER_STEP
-        reply = await db.xreadgroup(self.group, "c1", {STREAM: ">"}, count=count)
+        # [[stream, [(ID, fields), ...]]] (redis-py types the RESP3 form too)
+        reply: Any = await db.xreadgroup(self.group, "c1", {STREAM: ">"}, count=count)
         ids = [entry_id for _, entries in reply for entry_id, _ in entries]
         if ids and now_s in (self.poison_at_s, self.hangs_at_s):
             self.held.add(ids[0])

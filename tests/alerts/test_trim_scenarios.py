@@ -60,7 +60,7 @@ async def add_between(db: Redis, name: str, per_day: float, start_ms: int, after
     first = -(-(after_ms + 1 - start_ms) // spacing_ms)  # the first index past after_ms
     last = (until_ms - start_ms) // spacing_ms
     if last >= first:
-        await db.eval(ADD, 1, name, str(start_ms + first * spacing_ms), str(spacing_ms), str(last - first + 1))  # type: ignore[misc]
+        await db.eval(ADD, 1, name, str(start_ms + first * spacing_ms), str(spacing_ms), str(last - first + 1))
 
 
 async def replay(db: Redis, url: str) -> Recording:
