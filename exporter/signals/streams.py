@@ -87,7 +87,7 @@ def oldest_pending_deliveries(where: str, summary: object, entries: object) -> i
     if not isinstance(entry, Mapping) or "message_id" not in entry or "times_delivered" not in entry:
         raise ContractViolation(NAME, where, f"entry {entry!r} is not a pending entry")
     entry_time(where, entry["message_id"])
-    deliveries = _count(where, entry["times_delivered"])
+    deliveries = reply_count(where, entry["times_delivered"])
     if not isinstance(summary, Mapping) or summary.get("min") != entry["message_id"]:
         return None
     return deliveries
