@@ -370,7 +370,7 @@ function(c)
         height=8,
       ),
       g.timeseries(
-        56,
+        58,
         'Oldest pending message deliveries',
         'Times the oldest pending message of each group was delivered, claims by the reclaim sweep included (orpycamcp_stream_oldest_pending_deliveries, max over the replicas of each cluster). No line: nothing pending. The sweep dead-letters a message at its delivery %d; above %d dead-lettering failed (ADR-021 R-4), and OrpycamcpStreamDeadLetteringFailing fires when it stays.' % [c.maxDeliveries, c.maxDeliveries],
         'short',
@@ -378,7 +378,7 @@ function(c)
         thresholds=[['green', null], ['red', c.maxDeliveries + 1]],
       ),
       g.stat(
-        57,
+        59,
         'Dead-letter 101st entry age',
         'Age of the 101st entry of each dead-letter stream (from orpycamcp_deadletter_stream_entry_101_timestamp_seconds), the first that cannot share the first stream node: a running trim keeps it within the horizon plus one interval. OrpycamcpDeadletterStreamEntriesTooOld fires above %s. No value: 100 entries or fewer.' % lib.secondsWords(trimAge),
         's',

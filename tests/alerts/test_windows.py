@@ -100,8 +100,8 @@ def test_alerts_and_panels_state_the_windows_of_their_config(config: Mapping[str
     assert f"(threshold {words(expected['trim_age'])}:" in trim["annotations"]["description"]
 
     assert f"({expected['cadence']}) dead-letters a message that keeps failing {expected['dead_letter']}" in panels[16]
-    assert f"at its delivery {expected['max_deliveries']};" in panels[56]
-    assert f"fires above {words(expected['trim_age'])}." in panels[57]
+    assert f"at its delivery {expected['max_deliveries']};" in panels[58]
+    assert f"fires above {words(expected['trim_age'])}." in panels[59]
     for text in (*panels.values(), *(str(rule["annotations"]) for rule in alerts.values())):
         assert "2.5 minutes" not in text
 
