@@ -90,6 +90,9 @@ def independent_values(cluster: LocalCluster) -> Values:
         if summary["pending"]:
             oldest_ms = int(summary["min"].split("-")[0])
             values[("orpycamcp_stream_oldest_pending_timestamp_seconds", (stream, group))] = oldest_ms / 1000
+            with owner_client(cluster, stream) as client:
+                (oldest,) = client.xpending_range(stream, group, min="-", max="+", count=1)
+            values[("orpycamcp_stream_oldest_pending_deliveries", (stream, group))] = oldest["times_delivered"]
     # The seeded groups read what was added, trimming nothing: Redis counts them right.
     values.update(
         {("orpycamcp_stream_undelivered_unknown_groups", (reason,)): 0 for reason in UNDELIVERED_UNKNOWN_REASONS}
@@ -99,8 +102,12 @@ def independent_values(cluster: LocalCluster) -> Values:
             length = client.xlen(stream)
             values[("orpycamcp_deadletter_stream_entries", (stream,))] = length
             if length:
-                first_ms = int(client.xrange(stream, count=1)[0][0].split("-")[0])
+                first = client.xrange(stream, count=101)
+                first_ms = int(first[0][0].split("-")[0])
                 values[("orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds", (stream,))] = first_ms / 1000
+                if len(first) == 101:
+                    ms_101 = int(first[100][0].split("-")[0])
+                    values[("orpycamcp_deadletter_stream_entry_101_timestamp_seconds", (stream,))] = ms_101 / 1000
     return values
 
 
@@ -180,7 +187,7 @@ async def test_each_node_runs_its_own_keys_commands_once_per_reading(
     await measured(source)  # connections opened, slot map read
 
     def calls() -> dict[int, int]:
-        # XPENDING: one per group; XLEN: one per dead-letter stream.
+        # XPENDING and XLEN, as each node counts them.
         counts: dict[int, int] = {}
         for port in cluster.ports[: cluster.masters]:
             with cluster.client(port) as client:
@@ -188,9 +195,10 @@ async def test_each_node_runs_its_own_keys_commands_once_per_reading(
             counts[port] = sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("xpending", "xlen"))
         return counts
 
+    # Per group two XPENDING (the summary, and its oldest entry's delivery count); per dead-letter stream one XLEN.
     keys_by_node = dict.fromkeys(cluster.ports[: cluster.masters], 0)
-    for key in [stream for stream, _ in STREAM_GROUPS] + list(DEADLETTER_STREAMS):
-        keys_by_node[cluster.slot_owner(cluster.keyslot(key))] += 1
+    for key, commands in [(stream, 2) for stream, _ in STREAM_GROUPS] + [(stream, 1) for stream in DEADLETTER_STREAMS]:
+        keys_by_node[cluster.slot_owner(cluster.keyslot(key))] += commands
     before = calls()
     await measured(source)
     after = calls()
