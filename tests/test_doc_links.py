@@ -42,6 +42,7 @@ OTHER_TOOLS_FLAGS = {
     "--rounds": "python -m bench.redis_streams, bench.broken_tenant, bench.consumers",
     "--consumers": "python -m bench.consumers",
     "--fast": "scripts/test",
+    "--durations": "pytest",
     "--ignore-scripts": "npm ci, npm install",
     "--package-lock-only": "npm install",
     "--majors": "python -m bench.majors",

@@ -67,8 +67,14 @@ def load_problems(platform: Platform, redis_url: str) -> None:
         # A poison pill delivered an hour ago and never acknowledged.
         client.xadd("orpycamcp.document.events", {"event": "document.signed"}, id=stream_id(now - timedelta(hours=1)))
         client.xreadgroup("signature-service", "worker-1", {"orpycamcp.document.events": ">"})
-        # A dead-letter entry older than the 30-day trim horizon.
-        client.xadd("orpycamcp.signature.deadletter", {"error": "x"}, id=stream_id(now - timedelta(days=40)))
+        # More than one stream node (100 entries, what `XTRIM MINID ~` keeps at most)
+        # of dead letters older than the 30-day trim horizon: the trim is not running.
+        for index in range(101):
+            client.xadd(
+                "orpycamcp.signature.deadletter",
+                {"error": "x"},
+                id=stream_id(now - timedelta(days=40) + timedelta(milliseconds=index)),
+            )
     finally:
         client.close()
 

@@ -193,7 +193,7 @@ async def conversation(data: bytes, chunk: int) -> tuple[list[int], bool]:
     return statuses, closed
 
 
-@settings(max_examples=examples(fast=25, ci=300), deadline=None)
+@settings(max_examples=examples(fast=25, ci=120), deadline=None)
 @given(data=client_bytes(), chunk=st.integers(min_value=1, max_value=20_000))
 def test_every_connection_is_answered_or_refused_and_closed_in_bounded_time(data: bytes, chunk: int) -> None:
     """Whatever a client streams or trickles, the server answers 200 or refuses with 400,
