@@ -51,6 +51,8 @@ class DockerEngine:
         return docker.DockerClient(base_url=self.host, timeout=int(timeout))
 
     def answers(self) -> bool:
+        if self.host.startswith("unix://") and not Path(self.host.removeprefix("unix://")).exists():
+            return False  # not listening yet: no client, no socket left to the collector
         try:
             with closing(self.client(timeout=3)) as client:
                 return bool(client.ping())
@@ -64,6 +66,9 @@ class DockerEngine:
     def environment(self) -> dict[str, str]:
         """What the docker CLI and testcontainers need to use this engine (no reaper: it is pulled from a registry)."""
         return {"DOCKER_HOST": self.host, "TESTCONTAINERS_RYUK_DISABLED": "true", "DOCKER_BUILDKIT": "0"}
+
+
+_LEFT_RUNNING: list[subprocess.Popen[bytes]] = []
 
 
 def paths(root: Path) -> dict[str, Path]:
@@ -109,6 +114,8 @@ def start_engine(root: Path, timeout: float = START_TIMEOUT_SECONDS) -> DockerEn
     with open(where["log"], "ab") as log:
         # Its own session: it outlives the command that started it (scripts/test).
         process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    # Left running on purpose: held here, its Popen is never collected while the daemon runs (a ResourceWarning).
+    _LEFT_RUNNING.append(process)
     end = time.monotonic() + timeout
     while not engine.answers():
         if process.poll() is not None:
