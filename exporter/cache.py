@@ -4,17 +4,16 @@ Measured only when scraped; the outcome (success or failure) is cached for the
 TTL; concurrent scrapes share the one measurement in flight; the measurement
 is cut at the deadline. A scrape that cannot wait for it gets None and the
 measurement goes on to serve the next scrape. Closing cancels the measurement
-in flight; a cache closed measures nothing more.
+in flight; a cache closed measures nothing more. The pattern itself:
+exporter/reading.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.measure import measure
 from exporter.outcomes import Outcome
+from exporter.reading import CachedReading
 from exporter.signals import Signal
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
@@ -34,53 +33,51 @@ class SignalCache:
         self.signal = signal
         self.registry = registry
         self.sources = sources
-        self.ttl = ttl
         self.timeouts = timeouts
         self.clock = clock
-        self._outcome: Outcome | None = None
-        self._outcome_at = 0.0
-        self._in_flight: asyncio.Task[Outcome] | None = None
-        self._life = Lifecycle(f"the cache of signal {signal.name}")
-        self.measurements = 0
-        self.generation = 0  # bumped with every new outcome, so a scrape can tell if anything changed
+        self._reading = CachedReading(
+            self._measure,
+            keep_for=ttl,
+            task=f"measure-{signal.name}",
+            life=f"the cache of signal {signal.name}",
+            clock=clock,
+        )
+
+    @property
+    def ttl(self) -> float:
+        return self._reading.keep_for
+
+    @ttl.setter
+    def ttl(self, seconds: float) -> None:
+        self._reading.keep_for = seconds
+
+    @property
+    def measurements(self) -> int:
+        return self._reading.reads
+
+    @property
+    def generation(self) -> int:
+        """Changes with every new outcome, so a scrape can tell if anything changed."""
+        return self._reading.generation
 
     @property
     def last(self) -> Outcome | None:
         """The last finished outcome, fresh or not."""
-        return self._outcome
+        return None if self._reading.last is None else self._reading.last.value
 
-    def fresh(self) -> Outcome | None:
-        """The last outcome if it is younger than the TTL."""
-        if self._outcome is not None and self.clock.monotonic() - self._outcome_at < self.ttl:
-            return self._outcome
-        return None
+    def fresh(self) -> bool:
+        """Whether the last outcome is younger than the TTL."""
+        return self._reading.fresh()
 
     async def get(self, wait: float) -> Outcome | None:
         """The cached outcome, or a new one waited for at most `wait` seconds."""
-        self._life.ensure_open()
-        fresh = self.fresh()
-        if fresh is not None:
-            return fresh
-        if self._in_flight is None:
-            self._in_flight = asyncio.create_task(self._refresh(), name=f"measure-{self.signal.name}")
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._in_flight), timeout=max(wait, 0.0))
-        except TimeoutError:
-            return None
+        reading = await self._reading.get(wait)
+        return None if reading is None else reading.value
 
-    async def _refresh(self) -> Outcome:
-        try:
-            self.measurements += 1
-            previous = self._outcome.last_success if self._outcome else None
-            outcome = await measure(self.signal, self.sources, self.timeouts, self.registry, previous, self.clock)
-            self._outcome = outcome
-            self._outcome_at = self.clock.monotonic()
-            self.generation += 1
-            return outcome
-        finally:
-            self._in_flight = None
+    async def _measure(self) -> Outcome:
+        previous = self.last.last_success if self.last is not None else None
+        return await measure(self.signal, self.sources, self.timeouts, self.registry, previous, self.clock)
 
     async def close(self) -> None:
         """Cancel the measurement in flight and wait for it to end (bounded)."""
-        self._life.close()
-        await cancel_and_wait([self._in_flight])
+        await self._reading.close()

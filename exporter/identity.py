@@ -25,14 +25,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.errors import IdentityOutsideRule
-from exporter.lifecycle import Lifecycle, cancel_and_wait
+from exporter.meta import MetaReader
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.samples import Sample
-from exporter.sources.postgres import Postgres
-from exporter.timeouts import Timeouts
 from registry.families import DATABASE_IDENTITY, DATABASE_IDENTITY_FAILURE, DATABASE_IDENTITY_RULE
 
 log = logging.getLogger("orpycamcp.identity")
@@ -57,63 +54,27 @@ def identity_of(system_identifier: object, database_oid: object) -> str:
     return value
 
 
-class DatabaseIdentity:
+class DatabaseIdentity(MetaReader[str | Reason]):
     """The identity, read again once the TTL has passed (failures too); the last
-    reading is served until the next one ends. Never raises while open."""
+    reading is served until the next one ends."""
 
-    def __init__(self, postgres: Postgres, ttl: float, timeouts: Timeouts, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.postgres = postgres
-        self.ttl = ttl
-        self.timeouts = timeouts
-        self.clock = clock
-        self._identity: str | None = None
-        self._failure: Reason | None = None
-        self._at: float | None = None
-        self._in_flight: asyncio.Task[None] | None = None
-        self._life = Lifecycle("the database identity reader")
-        self.generation = 0
+    task = "read-database-identity"
+    what = "the database identity reader"
 
-    def fresh(self) -> bool:
-        return self._at is not None and self.clock.monotonic() - self._at < self.ttl
-
-    def samples(self) -> tuple[Sample, ...]:
-        """The identity as last read, fresh or not, or why it could not be (scrape_timeout: no reading ended yet)."""
-        if self._at is None:
+    def samples_of(self, value: str | Reason | None) -> tuple[Sample, ...]:
+        """The identity as read, or why it could not be (scrape_timeout: no reading ended yet)."""
+        if value is None:
             return (Sample(DATABASE_IDENTITY_FAILURE.name, (Reason.SCRAPE_TIMEOUT.value,), 1),)
-        if self._identity is not None:
-            return (Sample(DATABASE_IDENTITY.name, (self._identity,), 1),)
-        reason = self._failure or Reason.INTERNAL_ERROR
-        return (Sample(DATABASE_IDENTITY_FAILURE.name, (reason.value,), 1),)
+        if isinstance(value, Reason):
+            return (Sample(DATABASE_IDENTITY_FAILURE.name, (value.value,), 1),)
+        return (Sample(DATABASE_IDENTITY.name, (value,), 1),)
 
-    async def refresh(self, wait: float) -> None:
-        """Read the identity again if it is older than the TTL, waiting at most `wait` seconds
-        (a reading still running then serves the next scrape; this one shows the last)."""
-        self._life.ensure_open()
-        if self.fresh():
-            return
-        if self._in_flight is None:
-            self._in_flight = asyncio.create_task(self._read(), name="read-database-identity")
+    async def read(self) -> str | Reason:
         try:
-            await asyncio.wait_for(asyncio.shield(self._in_flight), timeout=max(wait, 0.0))
-        except TimeoutError:
-            return
-
-    async def _read(self) -> None:
-        try:
-            try:
-                async with asyncio.timeout(self.timeouts.deadline):
-                    row = (await self.postgres.fetch(IDENTITY_SQL))[0]
-                self._identity, self._failure = identity_of(row["system_identifier"], row["database_oid"]), None
-            except Exception as exc:  # one place maps it to a reason
-                failure = classify(exc, self.timeouts.deadline)
-                log.warning("database identity not read: %s: %s", failure.reason.value, failure.detail)
-                self._identity, self._failure = None, failure.reason
-            self._at = self.clock.monotonic()
-            self.generation += 1
-        finally:
-            self._in_flight = None
-
-    async def close(self) -> None:
-        """Cancel the reading in flight and wait for it to end (bounded)."""
-        self._life.close()
-        await cancel_and_wait([self._in_flight])
+            async with asyncio.timeout(self.timeouts.deadline):
+                row = (await self.postgres.fetch(IDENTITY_SQL))[0]
+            return identity_of(row["system_identifier"], row["database_oid"])
+        except Exception as exc:  # one place maps it to a reason
+            failure = classify(exc, self.timeouts.deadline)
+            log.warning("database identity not read: %s: %s", failure.reason.value, failure.detail)
+            return failure.reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from exporter.backlogs import Backlog, Declarations
 from exporter.cache import SignalCache
@@ -12,6 +13,7 @@ from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.exporter import Exporter
 from exporter.identity import DatabaseIdentity
+from exporter.meta import MetaReader
 from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
@@ -103,8 +105,10 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
         for name in settings.signals
     ]
     reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)
-    lag, identity = None, None
+    meta: list[MetaReader[Any]] = []
     if sources.postgres is not None and reads_postgres:
-        lag = ReplayLag(sources.postgres, settings.ttl, timeouts, clock)
-        identity = DatabaseIdentity(sources.postgres, settings.ttl, timeouts, clock)
-    return Exporter(caches, sources, timeouts, catalog.registry, lag, identity)
+        meta = [
+            ReplayLag(sources.postgres, settings.ttl, timeouts, clock),
+            DatabaseIdentity(sources.postgres, settings.ttl, timeouts, clock),
+        ]
+    return Exporter(caches, sources, timeouts, catalog.registry, meta)

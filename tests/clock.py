@@ -64,3 +64,22 @@ class FakeClock:
     def clock(self) -> Clock:
         """The exporter's view of this clock, for `build_exporter(..., clock=...)`."""
         return Clock(monotonic=self.monotonic, wall=self.wall, call_later=self.call_later)
+
+
+class LeapingClock:
+    """A monotonic clock a TTL and more later at every reading: every TTL
+    checked has ended since the reading before, in particular between a
+    reading and the rendering of its page. Its timers never fire."""
+
+    def __init__(self, leap: float) -> None:
+        self.leap = leap
+        self.now = START_MONOTONIC
+        self.idle = FakeClock()
+
+    def monotonic(self) -> float:
+        self.now += self.leap
+        return self.now
+
+    @property
+    def clock(self) -> Clock:
+        return Clock(monotonic=self.monotonic, wall=self.idle.wall, call_later=self.idle.call_later)

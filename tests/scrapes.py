@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.exporter import Exporter
 from exporter.loading import load
+from exporter.meta import MetaReader
 from exporter.service import build_exporter
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -39,6 +41,15 @@ class Page:
 
     def series_of(self, prefix: str) -> list[Key]:
         return [key for key in self.values if key[0].startswith(prefix)]
+
+
+R = TypeVar("R", bound=MetaReader[Any])
+
+
+def meta_reader(exporter: Exporter, kind: type[R]) -> R:
+    """The exporter's meta reader of this kind (the replay lag, the database identity)."""
+    (reader,) = (reader for reader in exporter.meta if isinstance(reader, kind))
+    return reader
 
 
 def parse(raw: bytes) -> Page:

@@ -43,6 +43,7 @@ from exporter.errors import ContractViolation, TenantListUnreadable
 from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
+from exporter.reading import CachedReading
 from exporter.sources.batches import tenant_batches
 from exporter.sources.column_types import ResultTypes
 from exporter.sources.connect import connect
@@ -124,8 +125,13 @@ class Postgres:
             on_statement=self._count_statement,
         )
         self._signal_lanes: dict[str, int] = {}
-        self._tenants_in_flight: asyncio.Task[list[str]] | None = None
-        self._standby_in_flight: asyncio.Task[ReplicaLink | None] | None = None
+        # Read once for every signal that asks while the reading runs (no TTL: a refresh reads them anew).
+        self._tenant_list = CachedReading(
+            self._read_tenants, keep_for=0.0, task="read-tenants", life=self._life, clock=clock
+        )
+        self._standby = CachedReading(
+            self._read_standby, keep_for=0.0, task="read-standby-link", life=self._life, clock=clock
+        )
         self._passes: dict[str, asyncio.Task[list[asyncpg.Record]]] = {}
         self.statements = 0  # statements run, for the benchmarks and diagnose
         self.prepares = 0  # statements prepared by name (planned anew), in session mode
@@ -273,16 +279,7 @@ class Postgres:
     async def standby_link(self) -> ReplicaLink | None:
         """How far behind its primary the server read may be (None on a primary),
         read once for the signals (and the replay-lag gauge) that ask at the same time."""
-        if self._standby_in_flight is None:
-            task = asyncio.get_running_loop().create_task(self._read_standby())
-            self._standby_in_flight = task
-            task.add_done_callback(self._standby_read)
-        return await asyncio.shield(self._standby_in_flight)
-
-    def _standby_read(self, task: asyncio.Task[ReplicaLink | None]) -> None:
-        self._standby_in_flight = None
-        if not task.cancelled():
-            task.exception()  # retrieved here too, in case every reader gave up waiting
+        return await self._standby.value()
 
     async def _read_standby(self) -> ReplicaLink | None:
         row = (await self.fetch(STANDBY_SQL))[0]
@@ -300,17 +297,8 @@ class Postgres:
         self._life.ensure_open()
         if self._tenants is not None:
             return list(self._tenants)
-        if self._tenants_in_flight is None:
-            task = asyncio.get_running_loop().create_task(self._read_tenants())
-            self._tenants_in_flight = task
-            task.add_done_callback(self._tenants_read)
         with typed_errors(self._mask):
-            return list(await asyncio.shield(self._tenants_in_flight))
-
-    def _tenants_read(self, task: asyncio.Task[list[str]]) -> None:
-        self._tenants_in_flight = None
-        if not task.cancelled():
-            task.exception()  # retrieved here too, in case every reader gave up waiting
+            return list(await self._tenant_list.value())
 
     async def _read_tenants(self) -> list[str]:
         try:
@@ -392,5 +380,5 @@ class Postgres:
         close every connection (a statement cut is cancelled on the server first),
         each step bounded; nothing connects again."""
         self._life.close()
-        await cancel_and_wait([*self._passes.values(), self._tenants_in_flight, self._standby_in_flight])
+        await cancel_and_wait([*self._passes.values(), self._tenant_list.in_flight, self._standby.in_flight])
         await self._pool.close()

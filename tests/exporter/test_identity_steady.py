@@ -10,33 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.clock import Clock
-from tests.clock import FakeClock
+from exporter.identity import DatabaseIdentity
+from tests.clock import FakeClock, LeapingClock
 from tests.exporter.test_identity import failures, identities, truth
 from tests.platform import Platform
-from tests.scrapes import make_exporter, scrape
+from tests.scrapes import make_exporter, meta_reader, scrape
 
 SCRAPES = 200
 TTL = 30.0
-
-
-class LeapingClock:
-    """A monotonic clock a TTL and more later at every reading: every TTL
-    checked has ended since the reading before, in particular between the
-    identity's reading and the rendering of its page. Its timers never fire."""
-
-    def __init__(self, leap: float) -> None:
-        self.leap = leap
-        self.now = 1_000.0
-        self.idle = FakeClock()
-
-    def monotonic(self) -> float:
-        self.now += self.leap
-        return self.now
-
-    @property
-    def clock(self) -> Clock:
-        return Clock(monotonic=self.monotonic, wall=self.idle.wall, call_later=self.idle.call_later)
 
 
 @pytest.mark.anyio
@@ -44,8 +25,7 @@ async def test_every_page_carries_the_identity_though_its_ttl_ends_before_the_pa
     want = await truth(platform.admin_url)
     clock = LeapingClock(leap=2 * TTL)
     exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="audit_chain", ttl=str(TTL))
-    identity = exporter.identity
-    assert identity is not None
+    identity = meta_reader(exporter, DatabaseIdentity)
     try:
         for number in range(SCRAPES):
             page = await scrape(exporter)
@@ -62,8 +42,7 @@ async def test_a_reading_past_the_wait_leaves_the_last_one_on_the_page(platform:
     want = await truth(platform.admin_url)
     fake = FakeClock()
     exporter = make_exporter(platform.exporter_url, None, fake.clock, signals="audit_chain", ttl=str(TTL))
-    identity = exporter.identity
-    assert identity is not None
+    identity = meta_reader(exporter, DatabaseIdentity)
     try:
         # No reading ended yet and the scrape cannot wait: that one scrape timed out.
         first = await scrape(exporter, wait=0)

@@ -11,11 +11,12 @@ import pytest
 
 from exporter.errors import Closed
 from exporter.loading import load
+from exporter.replay_lag import ReplayLag
 from exporter.service import postgres_settings
 from exporter.sources.postgres import Postgres
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
-from tests.scrapes import make_exporter, scrape
+from tests.scrapes import make_exporter, meta_reader, scrape
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -56,11 +57,11 @@ async def test_close_cancels_the_measurements_in_flight_and_ends_every_session(p
 async def test_the_replay_lag_reader_closes_with_the_exporter(platform: Platform) -> None:
     await platform.add_tenant("acme")
     exporter = make_exporter(platform.exporter_url, signals="dlq")
-    assert exporter.replay_lag is not None
+    replay_lag = meta_reader(exporter, ReplayLag)
     await scrape(exporter)
     await exporter.close()
     with pytest.raises(Closed, match="the replay-lag reader is closed"):
-        await exporter.replay_lag.refresh(1)
+        await replay_lag.scraped(1)
     assert await platform.exporter_sessions() == 0
 
 
