@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from registry.reasons import Reason
+
 PREFIX = "orpycamcp_"
 
 # Signals, in the order they are measured and rendered.
@@ -58,47 +60,8 @@ DEADLETTER_STREAMS: tuple[str, ...] = (
     "orpycamcp.notification.deadletter",
 )
 
-# Why a signal can be unmeasured: the values of exporter.errors.Reason (a test
-# keeps the two equal; the registry imports nothing from the exporter).
-FAILURE_REASONS: tuple[str, ...] = (
-    "unregistered_family",
-    "unregistered_value",
-    "duplicate_sample",
-    "invalid_value",
-    "contract_violation",
-    "invalid_tenant",
-    "not_configured",
-    "timeout",
-    "scrape_timeout",
-    "statement_timeout",
-    "lock_timeout",
-    "tenant_list_unreadable",
-    "missing_table",
-    "permission_denied",
-    "row_security",
-    "authentication_failed",
-    "too_many_connections",
-    "connection_error",
-    "sql_error",
-    "transaction_pooler",
-    "statement_pooler",
-    "connect_not_granted",
-    "replica_stale",
-    "missing_group",
-    "cluster_redirect",
-    "cluster_down",
-    "read_only_replica",
-    "server_loading",
-    "master_down",
-    "unknown_sentinel_service",
-    "redis_error",
-    "cluster_changed",
-    "not_a_cluster",
-    "sentinels_disagree",
-    "sentinels_too_few",
-    "redis_too_old",
-    "internal_error",
-)
+# Why a signal can be unmeasured: the words of registry.reasons.Reason, in their order.
+FAILURE_REASONS: tuple[str, ...] = tuple(reason.value for reason in Reason)
 
 # The exporter's version: the single place it is written (pyproject reads it,
 # and build_info's closed `version` label takes exactly this value).

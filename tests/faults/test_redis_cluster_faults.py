@@ -16,7 +16,8 @@ from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.servers import LocalRedis, ServerUnavailable, free_port, start_redis
 from exporter.reasons import Reason
 from exporter.signals.base import Source
-from exporter.tools.hints import REDIS_ACL, REDIS_CLUSTER_RIGHTS, hint
+from exporter.tools.hints import hint
+from registry.reasons import REDIS_ACL, REDIS_CLUSTER_RIGHTS
 from registry.values import DEADLETTER_STREAMS
 from tests.redis_streams import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
 

@@ -19,7 +19,8 @@ from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.tools import throwaway
 from exporter.tools.diagnose import diagnose
-from exporter.tools.hints import REDIS_ACL, hint
+from exporter.tools.hints import hint
+from registry.reasons import REDIS_ACL
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.redis_streams import (
     counts_of,

@@ -55,3 +55,10 @@ def test_a_refused_redis_password_has_a_hint_of_its_own() -> None:
     assert redis_hint != hint(Reason.AUTHENTICATION_FAILED, Source.POSTGRES)
     assert "--redis.url" in redis_hint
     assert "--database.url" in hint(Reason.AUTHENTICATION_FAILED)
+
+
+def test_every_field_of_a_hint_is_spelled() -> None:
+    # {flag:NAME}, {setting:NAME=VALUE} and the registry's texts: none left unspelled, no brace of a typo.
+    templates = [text for reason in Reason for text in (reason.hint, reason.redis_hint) if text is not None]
+    assert any("{flag:" in text for text in templates), "the hints name flags through the template"
+    assert all("{" not in text and "}" not in text for text in [*HINTS.values(), *REDIS_HINTS.values()])
