@@ -64,7 +64,7 @@ from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, pinned_versions, start_major
 from devkit.servers import LocalPostgres
 from devkit.tenants import create_database, create_queues, create_tenants, expected_queue_totals, expected_totals
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.service import build_exporter
@@ -141,7 +141,7 @@ class MajorFigures:
 
 
 def floor_sql(schemas: Sequence[str], backlogs: bool) -> list[str]:
-    kyc = parse_backlogs(KYC, "bench")[0]
+    kyc = parse_declarations(KYC, "bench").backlogs[0]
     statements = [dlq.batch_sql(schemas), preservation.batch_sql(schemas)]
     if backlogs:
         statements.append(backlog.batch_sql(kyc, "\"status\" = 'pending'", schemas))

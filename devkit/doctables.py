@@ -12,9 +12,10 @@ from typing import NamedTuple
 
 from bench.current import figures_table
 from devkit.modules_map import modules_table
-from exporter.backlogs import load_backlogs
+from devkit.reference_tables import options_table, reasons_table
+from exporter.backlogs import load_declarations
 from exporter.service import catalog_of
-from exporter.tools.reference import metrics_table, options_table, reasons_table
+from exporter.tools.reference import metrics_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_BACKLOGS = ROOT / "deploy" / "backlogs.example.yml"
@@ -30,7 +31,7 @@ class GeneratedTable(NamedTuple):
 
 def declared_metrics_table() -> str:
     """The rows the example backlogs add to the metrics table, under its header."""
-    backlogs = load_backlogs(str(EXAMPLE_BACKLOGS), "--backlogs.config-file")
+    backlogs = load_declarations(str(EXAMPLE_BACKLOGS), "--backlogs.config-file").backlogs
     table = metrics_table(catalog_of(backlogs).registry, {b.name: b.help for b in backlogs}).splitlines()
     declared = [row for row in table[2:] if row.startswith("| `orpycamcp_backlog_")]
     return "\n".join([*table[:2], *declared]) + "\n"

@@ -414,18 +414,9 @@ def parse_declarations(text: str, setting: str) -> Declarations:
     return declarations
 
 
-def parse_backlogs(text: str, setting: str) -> tuple[Backlog, ...]:
-    """The backlogs a YAML document declares; BacklogConfigError on any problem."""
-    return parse_declarations(text, setting).backlogs
-
-
 def load_declarations(path: str, setting: str) -> Declarations:
     try:
         text = read_capped(path)
     except (OSError, UnicodeDecodeError, YamlError) as exc:
         raise BacklogConfigError(setting, None, None, f"cannot read {path}: {exc}") from None
     return parse_declarations(text, f"{setting} {path}")
-
-
-def load_backlogs(path: str, setting: str) -> tuple[Backlog, ...]:
-    return load_declarations(path, setting).backlogs

@@ -80,16 +80,11 @@ class PageCache:
     def get(self, key: Hashable) -> Page | None:
         return self._page if key == self._key else None
 
-    def get_or_render(self, key: Hashable, render: Callable[[], bytes]) -> Page:
-        if key != self._key:
-            self._page = Page(render())
-            self._key = key
-        return self._page
-
     async def get_or_render_aside(self, key: Hashable, chunks: Callable[[], Iterable[bytes]]) -> Page:
-        """get_or_render without holding up the health checks and cached scrapes the
-        event loop serves meanwhile (a page of a hundred thousand series takes a
-        second to render): the page is rendered on the loop a chunk at a time,
+        """The page of `key`, rendered from `chunks` unless it is the last one kept,
+        without holding up the health checks and cached scrapes the event loop
+        serves meanwhile (a page of a hundred thousand series takes a second to
+        render): the page is rendered on the loop a chunk at a time,
         handing it back between chunks (exporter/pacing.py), then joined,
         checksummed and compressed in a worker thread, where zlib lets go of the
         interpreter. Rendering in the thread would not do: its string work holds

@@ -27,6 +27,7 @@ from exporter.http.webconfig import WebConfig
 from exporter.options import Choice, Count, Names, Option, Seconds, Switch, Text, declared, option
 from exporter.sources.dsn import PostgresUrl
 from exporter.sources.pool_mode import Mode, PoolMode
+from exporter.sources.redis_clients import MAJORITY_OF_CONFIGURED, SENTINEL_MAJORITIES
 from exporter.sources.redis_tls import NO_TLS, RedisTls
 from exporter.sources.redis_url import RedisUrl
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
@@ -165,11 +166,11 @@ class Settings:
         default="60",
     )
     redis_sentinel_majority: str = option(
-        Choice(("configured", "answering")),
+        Choice(SENTINEL_MAJORITIES),
         "behind sentinels, trust a master named by a strict majority of the sentinels in the URL (configured), or"
         " of those that answer (answering: a lone sentinel that answers decides; docs/connecting.md)",
         metavar="OF",
-        default="configured",
+        default=MAJORITY_OF_CONFIGURED,
     )
     backlogs_file: str | None = option(
         FILE,

@@ -74,16 +74,9 @@ def _steps(signal: str, samples: Iterable[Sample], registry: Registry) -> Genera
     return CompletedSamples(parts)
 
 
-def complete(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
-    """Validate `samples` of `signal` against `registry` and return them in registry order, zeros filled in."""
-    steps = _steps(signal, samples, registry)
-    while (completed := _step(steps)) is None:
-        pass
-    return completed
-
-
 async def completing(signal: str, samples: Iterable[Sample], registry: Registry) -> CompletedSamples:
-    """`complete`, handing the event loop back every STEP samples."""
+    """Validate `samples` of `signal` against `registry` and return them in registry order,
+    zeros filled in, handing the event loop back every STEP samples."""
     steps = _steps(signal, samples, registry)
     while True:
         completed = _step(steps)

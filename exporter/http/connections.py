@@ -89,14 +89,14 @@ class ConnectionBook:
                 self.cap,
                 self._unreported,
                 self._refused_unreported,
-                len(self._open),
+                self.open_now,
             )
             self._reported_at = now
             self._unreported = self._refused_unreported = 0
 
     def tail(self) -> bytes:
         """The connection families, rendered; again only when a figure changed."""
-        key = (len(self._open), self.shed_total)
+        key = (self.open_now, self.shed_total)
         if key != self._tail_key:
             self._tail = render(assemble_connections(*key))
             self._tail_key = key

@@ -49,7 +49,6 @@ TLS_KEYS |= {"cert", "key", "client_ca", "cipher_suites", "curve_preferences", "
 TLS_KEYS |= {"client_allowed_sans"}
 HTTP_KEYS = {"headers", "http2"}
 TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config", "rate_limit"}
-BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
 # bcrypt's work doubles with each step of its cost: 14 takes about a second on one
 # core, 31 days. A check that cannot end within a scrape is refused at start.
 MIN_BCRYPT_COST = 4

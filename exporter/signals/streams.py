@@ -207,14 +207,6 @@ def samples_from(
                 yield Sample(DEADLETTER_ENTRY_101.name, (stream,), entry_101)
 
 
-def samples_of(
-    reading: StreamsReading,
-    groups: Sequence[tuple[str, str]] = STREAM_GROUPS,
-    deadletter_streams: Sequence[str] = DEADLETTER_STREAMS,
-) -> list[Sample]:
-    return list(samples_from(reading, groups, deadletter_streams))
-
-
 def _named(name: str, samples: Iterator[Sample]) -> Iterator[Sample]:
     """`samples`, a failure among them named by the signal that reads them (a stream signal declared apart)."""
     try:

@@ -156,9 +156,6 @@ class RedisStreams:
             )
         return self._clients
 
-    def _get_client(self) -> Client:
-        return self._get_clients().client
-
     async def read(self, query: StreamsQuery, signal: str = "streams") -> StreamsReading:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news).

@@ -64,8 +64,6 @@ _TIMEOUT_PARAMETERS = frozenset(
 )
 _CREDENTIAL_PARAMETERS = frozenset({"username", "password"})
 _SENTINEL_PARAMETERS = ("sentinel_username", "sentinel_password")
-# Every query parameter the exporter reads from a Redis URL (where each applies: _check_parameters).
-KNOWN_PARAMETERS = frozenset({"db", *_SENTINEL_PARAMETERS})
 _IPV6_NODE = re.compile(r"\[([0-9A-Fa-f:.%a-zA-Z]+)\](?::(.*))?")
 
 

@@ -1,14 +1,11 @@
-"""The registry, the options and the failure reasons as markdown tables: the
-README and docs/ show exactly these (`python -m devkit.doctables` writes them,
-a test keeps them equal), and `orpycamcp-exporter metrics` prints the registry."""
+"""The registry as a markdown table: `orpycamcp-exporter metrics` prints it, and
+the README shows exactly it (`python -m devkit.doctables` writes it, a test
+keeps them equal; the options and reasons tables: devkit/reference_tables.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from exporter.flags import deprecated_spellings
-from exporter.settings import OPTIONS
-from exporter.tools.hints import HINTS, REDIS_HINTS
 from registry import BUILTIN, Registry
 
 
@@ -50,25 +47,3 @@ def _product_size(combinations: tuple[tuple[str, ...], ...]) -> int:
     for index in range(len(combinations[0])):
         size *= len({combination[index] for combination in combinations})
     return size
-
-
-def options_table() -> str:
-    """Every option as declared (docs/configuration.md shows it): the environment
-    variable of the rule first, then the other names also read; a flag's deprecated
-    spellings under it."""
-    rows = ["| flag | environment | default | accepts | meaning |", "|---|---|---|---|---|"]
-    for option in OPTIONS:
-        default = f"`{option.default}`" if option.default is not None else option.default_doc or "–"
-        env = f"`{option.env}`" + "".join(f"<br>also `{alias}`" for alias in option.aliases)
-        formerly = "".join(f"<br>formerly `{old}` (deprecated)" for old in deprecated_spellings(option.name))
-        rows.append(f"| `{option.flag}`{formerly} | {env} | {default} | {option.parse.kind} | {option.help} |")
-    return "\n".join(rows) + "\n"
-
-
-def reasons_table() -> str:
-    """Every reason a signal can be unmeasured for, and what to do (docs/runbook.md shows it)."""
-    rows = ["| reason (`reason` in the log) | what to do |", "|---|---|"]
-    for reason, text in HINTS.items():
-        redis_text = f"<br>{REDIS_HINTS[reason]}" if reason in REDIS_HINTS else ""
-        rows.append(f"| `{reason}` | {text}{redis_text} |")
-    return "\n".join(rows) + "\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import example_backlogs, without
-from exporter.backlogs import States, parse_backlogs
+from exporter.backlogs import States, parse_declarations
 from exporter.errors import BacklogConfigError
 from exporter.service import catalog_of
 from tests.commands import refused_in_one_line
@@ -35,7 +35,7 @@ def replaced(old: str, new: str) -> str:
 
 
 def test_the_catch_all_is_one_more_declared_value_and_has_its_companion() -> None:
-    (kyc,) = parse_backlogs(GOOD, SETTING)
+    (kyc,) = parse_declarations(GOOD, SETTING).backlogs
     assert kyc.group_catch_all == "other"
     assert kyc.states == States("status", ("pending", "reprocessed", "discarded"), "unknown")
     registry = catalog_of((kyc,)).registry
@@ -56,7 +56,7 @@ def test_the_catch_all_is_one_more_declared_value_and_has_its_companion() -> Non
 
 def test_without_the_opt_in_nothing_changes() -> None:
     text = replaced("    group_catch_all: other\n", "").replace("      catch_all: unknown\n", "")
-    (kyc,) = parse_backlogs(text, SETTING)
+    (kyc,) = parse_declarations(text, SETTING).backlogs
     assert kyc.group_catch_all is None
     assert kyc.states is not None
     assert kyc.states.catch_all is None
@@ -68,7 +68,7 @@ def test_without_the_opt_in_nothing_changes() -> None:
 
 
 def test_an_integer_catch_all_is_its_text() -> None:
-    (kyc,) = parse_backlogs(replaced("group_catch_all: other", "group_catch_all: -1"), SETTING)
+    (kyc,) = parse_declarations(replaced("group_catch_all: other", "group_catch_all: -1"), SETTING).backlogs
     assert kyc.group_catch_all == "-1"
 
 
@@ -101,7 +101,7 @@ BAD: list[tuple[str, str, str, str]] = [
 @pytest.mark.parametrize(("text", "key", "problem"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_every_problem_names_the_backlog_and_the_key(text: str, key: str, problem: str) -> None:
     with pytest.raises(BacklogConfigError) as caught:
-        parse_backlogs(text, SETTING)
+        parse_declarations(text, SETTING)
     assert (caught.value.backlog, caught.value.key) == ("kyc_dead_letters", key)
     assert problem in str(caught.value)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import example_backlogs, without
-from exporter.backlogs import Arrivals, States, Window, load_backlogs, parse_backlogs
+from exporter.backlogs import Arrivals, States, Window, load_declarations, parse_declarations
 from exporter.errors import BacklogConfigError
 from exporter.service import catalog_of
 
@@ -35,19 +35,21 @@ def replaced(old: str, new: str) -> str:
 
 
 def test_states_and_arrivals_parse_to_what_they_say() -> None:
-    (kyc,) = parse_backlogs(GOOD, SETTING)
+    (kyc,) = parse_declarations(GOOD, SETTING).backlogs
     assert kyc.states == States("status", ("pending", "reprocessed", "discarded"))
     assert kyc.arrivals == Arrivals("created_at", (Window("1h", 3600), Window("24h", 86400)), (("1h", 5),))
 
 
 def test_windows_are_minutes_hours_or_days() -> None:
-    (kyc,) = parse_backlogs(replaced("[1h, 24h]", "[15m, 2h, 7d, 31d]").replace("{1h: 5}", "{7d: 0}"), SETTING)
+    (kyc,) = parse_declarations(
+        replaced("[1h, 24h]", "[15m, 2h, 7d, 31d]").replace("{1h: 5}", "{7d: 0}"), SETTING
+    ).backlogs
     assert kyc.arrivals is not None
     assert [w.seconds for w in kyc.arrivals.windows] == [15 * 60, 2 * 3600, 7 * 86400, 31 * 86400]
 
 
 def test_the_example_declares_states_and_arrivals_beside_each_other() -> None:
-    kyc, outbox = load_backlogs(str(EXAMPLE), SETTING)
+    kyc, outbox = load_declarations(str(EXAMPLE), SETTING).backlogs
     assert kyc.states == States("status", ("pending", "reprocessed", "discarded"))
     assert kyc.arrivals is not None
     assert [w.label for w in kyc.arrivals.windows] == ["1h"]
@@ -56,7 +58,7 @@ def test_the_example_declares_states_and_arrivals_beside_each_other() -> None:
 
 
 def test_the_registry_takes_one_series_per_group_and_state_and_window() -> None:
-    (kyc,) = parse_backlogs(GOOD, SETTING)
+    (kyc,) = parse_declarations(GOOD, SETTING).backlogs
     registry = catalog_of((kyc,)).registry
     items = registry.family("orpycamcp_backlog_items", "kyc")
     arrivals = registry.family("orpycamcp_backlog_arrivals", "kyc")
@@ -77,7 +79,7 @@ def test_the_registry_takes_one_series_per_group_and_state_and_window() -> None:
 
 def test_without_group_by_the_series_carry_the_backlog_and_the_state_or_window() -> None:
     text = replaced("    group_by: task_name\n    groups: [face_match, ocr_extraction]\n", "")
-    (kyc,) = parse_backlogs(text, SETTING)
+    (kyc,) = parse_declarations(text, SETTING).backlogs
     registry = catalog_of((kyc,)).registry
     items = registry.family("orpycamcp_backlog_items", "kyc")
     assert items is not None
@@ -127,7 +129,7 @@ BAD: list[tuple[str, str, str, str]] = [
 @pytest.mark.parametrize(("text", "key", "problem"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_every_problem_names_the_backlog_and_the_key(text: str, key: str, problem: str) -> None:
     with pytest.raises(BacklogConfigError) as caught:
-        parse_backlogs(text, SETTING)
+        parse_declarations(text, SETTING)
     assert (caught.value.backlog, caught.value.key) == ("kyc", key)
     assert problem in str(caught.value)
 

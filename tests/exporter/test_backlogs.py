@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.backlogs import Scope, load_backlogs, parse_backlogs
+from exporter.backlogs import Scope, load_declarations, parse_declarations
 from exporter.conditions import Condition
 from exporter.errors import BacklogConfigError, ConfigError
 from exporter.loading import load
@@ -35,7 +35,7 @@ backlogs:
 
 
 def test_the_example_declares_both_backlogs() -> None:
-    kyc, outbox = load_backlogs(str(EXAMPLE), SETTING)
+    kyc, outbox = load_declarations(str(EXAMPLE), SETTING).backlogs
     assert (kyc.name, kyc.scope, kyc.table, kyc.group_by, kyc.oldest) == (
         "kyc_dead_letters",
         Scope.TENANT,
@@ -110,7 +110,7 @@ def test_every_problem_names_the_backlog_and_the_key(
     text: str, backlog: str | None, key: str | None, problem: str
 ) -> None:
     with pytest.raises(BacklogConfigError) as caught:
-        parse_backlogs(text, SETTING)
+        parse_declarations(text, SETTING)
     assert (caught.value.backlog, caught.value.key) == (backlog, key)
     assert problem in str(caught.value)
     assert SETTING in str(caught.value)
@@ -119,7 +119,7 @@ def test_every_problem_names_the_backlog_and_the_key(
 def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
     text = GOOD + GOOD.split("backlogs:\n", 1)[1]
     with pytest.raises(BacklogConfigError, match=r"refused \(line 12\): key 'kyc' is given twice"):
-        parse_backlogs(text, SETTING)
+        parse_declarations(text, SETTING)
 
 
 @pytest.mark.parametrize(
@@ -127,13 +127,13 @@ def test_a_backlog_declared_twice_is_refused_with_its_line() -> None:
 )
 def test_the_zone_of_the_oldest_column(written: str | None, zone: str) -> None:
     text = GOOD if written is None else replaced("oldest: created_at", f"oldest: created_at\n    timezone: {written}")
-    (kyc,) = parse_backlogs(text, SETTING)
+    (kyc,) = parse_declarations(text, SETTING).backlogs
     assert kyc.timezone == zone
 
 
 def test_invalid_yaml_is_refused() -> None:
     with pytest.raises(BacklogConfigError, match="not valid YAML"):
-        parse_backlogs("backlogs: [unclosed", SETTING)
+        parse_declarations("backlogs: [unclosed", SETTING)
 
 
 def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_check_config_accepts_the_example() -> None:
 def test_what_serve_could_not_register_is_refused_at_load(extra: str, problem: str) -> None:
     text = "backlogs:\n  b:\n    help: x\n    scope: tenant\n    table: t\n    pending: {s: 1}\n" + extra
     with pytest.raises(BacklogConfigError, match=problem) as refused:
-        parse_backlogs(text, SETTING)
+        parse_declarations(text, SETTING)
     assert "\n" not in str(refused.value)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.errors import BacklogConfigError
 from tests.exporter.test_yamlfile import LAUGHS
 
@@ -39,7 +39,7 @@ def document(**changed: str) -> str:
 
 
 def test_the_document_without_changes_is_accepted() -> None:
-    (backlog,) = parse_backlogs(document(), SETTING)
+    (backlog,) = parse_declarations(document(), SETTING).backlogs
     assert (backlog.name, backlog.oldest, backlog.help) == ("kyc", "created_at", "KYC dead letters.")
 
 
@@ -56,7 +56,7 @@ def test_the_document_without_changes_is_accepted() -> None:
 )
 def test_a_trailing_newline_or_a_control_character_is_refused(field: str, value: str, key: str | None) -> None:
     with pytest.raises(BacklogConfigError) as raised:
-        parse_backlogs(document(**{field: value}), SETTING)
+        parse_declarations(document(**{field: value}), SETTING)
     assert raised.value.key == key
     message = str(raised.value)
     assert "\n" not in message

@@ -81,26 +81,31 @@ class Renderer:
         self.calls += 1
         return f"render {self.calls}\n".encode()
 
+    def chunks(self) -> tuple[bytes, ...]:
+        return (self(),)
+
 
 def test_nothing_is_cached_before_the_first_render() -> None:
     assert PageCache().get(((0, True),)) is None
 
 
-def test_a_page_is_rendered_once_per_key() -> None:
+@pytest.mark.anyio
+async def test_a_page_is_rendered_once_per_key() -> None:
     cache, render = PageCache(), Renderer()
     key = ((1, True), (1, True))
-    page = cache.get_or_render(key, render)
+    page = await cache.get_or_render_aside(key, render.chunks)
     assert page.raw == b"render 1\n"
-    assert cache.get_or_render(key, render) is page
+    assert await cache.get_or_render_aside(key, render.chunks) is page
     assert cache.get(key) is page
     assert render.calls == 1
 
 
-def test_a_new_key_renders_a_new_page_and_drops_the_old() -> None:
+@pytest.mark.anyio
+async def test_a_new_key_renders_a_new_page_and_drops_the_old() -> None:
     cache, render = PageCache(), Renderer()
     old_key, new_key = ((1, True),), ((2, True),)
-    old = cache.get_or_render(old_key, render)
-    new = cache.get_or_render(new_key, render)
+    old = await cache.get_or_render_aside(old_key, render.chunks)
+    new = await cache.get_or_render_aside(new_key, render.chunks)
     assert new is not old
     assert new.raw == b"render 2\n"
     assert cache.get(new_key) is new
@@ -108,10 +113,11 @@ def test_a_new_key_renders_a_new_page_and_drops_the_old() -> None:
     assert render.calls == 2
 
 
-def test_a_signal_reported_unmeasured_is_another_key() -> None:
+@pytest.mark.anyio
+async def test_a_signal_reported_unmeasured_is_another_key() -> None:
     """The same outcomes, one of them not ready for this scrape: another page."""
     cache, render = PageCache(), Renderer()
-    complete = cache.get_or_render(((3, True), (5, True)), render)
-    hurried = cache.get_or_render(((3, True), (5, False)), render)
+    complete = await cache.get_or_render_aside(((3, True), (5, True)), render.chunks)
+    hurried = await cache.get_or_render_aside(((3, True), (5, False)), render.chunks)
     assert hurried is not complete
     assert cache.get(((3, True), (5, True))) is None

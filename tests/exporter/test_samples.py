@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.samples import CompletedSamples, FamilyValues, Sample, family_parts
-from exporter.validate import complete
 from registry import BUILTIN
+from tests.completion import complete
 
 PENDING = "orpycamcp_dlq_pending_events"
 

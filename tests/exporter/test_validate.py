@@ -9,9 +9,10 @@ import pytest
 
 from exporter.errors import DuplicateSample, InvalidValue, UnregisteredFamily, UnregisteredLabelValue
 from exporter.samples import Sample
-from exporter.validate import STEP, complete, completing
+from exporter.validate import STEP, completing
 from registry import BUILTIN, Registry
 from registry.backlogs import OLDEST_PENDING, PENDING_ITEMS, oldest_part, pending_part
+from tests.completion import complete
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,7 @@ import yaml
 
 from devkit import mixin
 from devkit.tools import tool
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
 from exporter.timeouts import Timeouts
 from exporter.tools.healthcheck import PATH as HEALTHY_PATH
@@ -307,7 +307,7 @@ def test_backlogs_come_from_the_config_map(base: list[dict[str, Any]], overlay: 
         volume_name, key = mounted_file(documents, env)
         config_map = only(documents, "ConfigMap")
         assert volume(documents, volume_name)["configMap"]["name"] == config_map["metadata"]["name"]
-        declared = parse_backlogs(config_map["data"][key], env)
+        declared = parse_declarations(config_map["data"][key], env).backlogs
         assert declared
     base_file = (BASE / "backlogs.yml").read_text(encoding="utf-8")
     assert base_file == (REPO_ROOT / "deploy" / "backlogs.example.yml").read_text(encoding="utf-8")

@@ -48,7 +48,7 @@ from exporter.outcomes import Outcome
 from exporter.service import build_exporter, catalog_of
 from exporter.settings import Settings
 from exporter.signals.backlog import Counts
-from exporter.validate import complete
+from tests.completion import complete
 from tests.hypotheses import examples
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import pending_only
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.errors import ContractViolation, InvalidTenantSlug, MeasurementError, SourceNotConfigured
 from exporter.exporter import Exporter
 from exporter.signals import backlog
@@ -24,7 +24,7 @@ OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 
 KYC = pending_only("kyc_dead_letters")
-[KYC_BACKLOG] = parse_backlogs(KYC, "backlogs_file")
+[KYC_BACKLOG] = parse_declarations(KYC, "backlogs_file").backlogs
 
 
 def write(tmp_path: Path, text: str) -> str:

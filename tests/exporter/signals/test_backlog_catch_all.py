@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devkit.backlogs import example_backlogs, pending_only, without
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.outcomes import Outcome
 from exporter.service import catalog_of
 from exporter.signals.backlog import Counts
-from exporter.validate import complete
+from tests.completion import complete
 from tests.hypotheses import examples
 from tests.platform import Platform, at
 from tests.scrapes import parse, scrape_once
@@ -133,7 +133,7 @@ PROPERTY = (
     .replace(GROUPS, GROUPS + "    group_catch_all: other\n", 1)
     .replace(STATES, STATES + "      catch_all: unknown\n", 1)
 )
-[PROPERTY_BACKLOG] = parse_backlogs(PROPERTY, "backlogs_file")
+[PROPERTY_BACKLOG] = parse_declarations(PROPERTY, "backlogs_file").backlogs
 REGISTRY = catalog_of((PROPERTY_BACKLOG,)).registry
 DECLARED_GROUPS = (*TASKS, "other")
 DECLARED_STATES = ("pending", "reprocessed", "discarded", "unknown")

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from devkit.backlogs import example_backlogs, without
-from exporter.backlogs import parse_backlogs
+from exporter.backlogs import parse_declarations
 from exporter.errors import ContractViolation
 from exporter.exporter import Exporter
 from exporter.signals.backlog import batch_sql, predicate
@@ -389,7 +389,7 @@ async def test_pending_oldest_states_and_arrivals_come_from_one_scan_of_each_tab
 ) -> None:
     for row in ROWS:
         await insert(tenants, row)
-    (backlog,) = parse_backlogs(KYC, "test")
+    (backlog,) = parse_declarations(KYC, "test").backlogs
     where, args = predicate(backlog)
     statement = batch_sql(backlog, where, ["tenant_acme", "tenant_globex"])
     rows = await tenants.fetch("EXPLAIN (FORMAT JSON, VERBOSE) " + statement, *args)

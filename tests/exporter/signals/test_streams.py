@@ -13,8 +13,9 @@ from devkit.servers import LocalRedis, start_redis
 from devkit.streams import create_stream_groups
 from exporter.errors import ConfigError, ContractViolation, RedisTooOld, SourceNotConfigured
 from exporter.outcomes import classify
+from exporter.samples import Sample
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
-from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_of
+from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_from
 from exporter.sources import Sources
 from exporter.sources.redis import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
@@ -41,6 +42,11 @@ CONSUMERS = "orpycamcp_stream_consumers"
 CONSUMER_IDLE = "orpycamcp_stream_consumer_idle_seconds"
 DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
+
+
+def samples_of(reading: StreamsReading) -> list[Sample]:
+    """The built-in streams signal's samples of a reading (its pairs and dead-letter streams)."""
+    return list(samples_from(reading, STREAM_GROUPS, DEADLETTER_STREAMS))
 
 
 def pair(stream: str, group: str) -> tuple[tuple[str, str], ...]:
