@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,8 @@ RECIPE_LABEL = "dev.orpycamcp.recipe"
 SUITE = "bookworm"
 DEBIAN_BASE = "orpycamcp-dev/debian:bookworm"
 APT_SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
+# The exporter's image as the tests run it (tests/deploy).
+EXPORTER_TAG = "orpycamcp-exporter:test"
 OFFICIAL = {
     "python": "python:3.11-slim-bookworm",
     "postgres": "postgres:15-bookworm",
@@ -217,3 +220,20 @@ def exporter_image(tag: str, base: str) -> BuiltImage:
         files += [p for p in (REPO_ROOT / directory).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     base_id = inspect(base)
     return build(tag, REPO_ROOT, {"BASE_IMAGE": base}, (base_id[0] if base_id else base,), files)
+
+
+def main() -> int:
+    """Build every image the tests run, on the engine of DOCKER_HOST, ahead of the tests
+    (.ci/run and scripts/test do, while other work runs): the tests then find them built."""
+    try:
+        servers = server_images()
+        built = exporter_image(EXPORTER_TAG, servers["python"])
+    except ImageUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"devkit.images: ready: {', '.join(servers.values())}, {built.tag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

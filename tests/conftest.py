@@ -8,7 +8,7 @@ import pytest
 from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
 from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
 from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of this run
-from tests.parallel import ALONE, shared_directory, turn
+from tests.parallel import ALONE, run_order, shared_directory, turn
 from tests.platform import Platform, create_platform
 
 # The slow tier: images and the wheel built, whole stacks end to end, the fault
@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.relative_to(root).as_posix().startswith(SLOW_TIER):
             item.add_marker(pytest.mark.slow)
+    run_order(items, root)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

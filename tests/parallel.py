@@ -71,3 +71,45 @@ def one_worker_at_a_time(config: pytest.Config, name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# The modules that took longest in the whole runs of 2026-12-05 on 2 cores (seconds of the
+# module, from `--durations`), longest first. The workers take whole modules in the order the
+# collection lists them (`--dist loadfile --no-loadscope-reorder`, scripts/test): these first,
+# so that the run does not end with one worker in a long module and the other idle, as it did
+# when pytest-xdist sent the modules with most tests first and these (one to four tests each)
+# last. Keep it to the top of the 25 slowest that every run prints.
+LONGEST_FIRST = (
+    "tests/deploy/test_image.py",  # 100 s when it builds the images (.ci/run builds them beforehand)
+    "tests/properties/test_configurations.py",  # 85 s, three properties
+    "tests/properties/test_requests.py",  # 80 s
+    "tests/alerts/test_rules.py",  # 60 s, promtool over every rule test
+    "tests/alerts/test_mixin.py",  # 55 s
+    "tests/e2e/test_platform_totals.py",  # 50 s
+    "tests/e2e/test_alerting.py",  # 47 s
+    "tests/properties/test_bounded_work.py",  # 45 s
+    "tests/e2e/test_ha_remote_write.py",  # 42 s
+    "tests/properties/test_secrets.py",  # 38 s
+    "tests/alerts/test_mixin_lint.py",  # 30 s
+    "tests/deploy/test_wheel.py",  # 27 s
+    "tests/faults/test_redis_cluster_faults.py",  # 25 s
+    "tests/e2e/test_sharded.py",  # 23 s
+    "tests/e2e/test_dashboard_scope.py",  # 22 s
+    "tests/deploy/test_compose_up.py",  # 20 s
+)
+
+
+def run_order(items: list[pytest.Item], root: Path) -> None:
+    """In place: the modules of LONGEST_FIRST first, in its order; the modules holding a test
+    marked alone last (each waits for the other workers' running tests: at the end of the run
+    those are the short ones); the rest as collected. The order within a module is kept."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    alone_modules = {item.path for item in items if item.get_closest_marker(ALONE) is not None}
+
+    def place(item: pytest.Item) -> tuple[int, int]:
+        path = item.path.relative_to(root).as_posix()
+        if path in rank:
+            return (0, rank[path])
+        return (2, 0) if item.path in alone_modules else (1, 0)
+
+    items.sort(key=place)

@@ -42,6 +42,8 @@ OTHER_TOOLS_FLAGS = {
     "--rounds": "python -m bench.redis_streams, bench.broken_tenant, bench.consumers",
     "--consumers": "python -m bench.consumers",
     "--fast": "scripts/test",
+    "--no-lint": "scripts/test",
+    "--no-loadscope-reorder": "pytest (pytest-xdist)",
     "--durations": "pytest",
     "--ignore-scripts": "npm ci, npm install",
     "--package-lock-only": "npm install",

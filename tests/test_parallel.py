@@ -3,10 +3,12 @@ for the tests running beside it, and the tests that come after wait for it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
-from tests.parallel import turn
+from tests.parallel import LONGEST_FIRST, turn
 
 
 def hold(directory: Path, alone: bool, entered: threading.Event, leave: threading.Event) -> threading.Thread:
@@ -61,3 +63,25 @@ def test_tests_side_by_side_share_the_room(tmp_path: Path) -> None:
 def test_without_workers_nothing_waits() -> None:
     with turn(None, alone=True), turn(None, alone=True):
         pass
+
+
+def test_the_longest_modules_go_first_and_the_alone_ones_last() -> None:
+    """The order the workers take the modules in (tests/parallel.py: run_order), as pytest collects it."""
+    root = Path(__file__).resolve().parents[1]
+    assert [path for path in LONGEST_FIRST if not (root / path).is_file()] == []
+    modules = ["tests/test_parallel.py", "tests/faults/test_connection_flood.py"]
+    modules += ["tests/deploy/test_wheel.py", "tests/properties/test_requests.py"]
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", *modules],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    order = list(dict.fromkeys(line.split("::")[0] for line in collected.splitlines() if "::" in line))
+    assert order == [
+        "tests/properties/test_requests.py",
+        "tests/deploy/test_wheel.py",
+        "tests/test_parallel.py",
+        "tests/faults/test_connection_flood.py",
+    ]

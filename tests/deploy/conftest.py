@@ -9,7 +9,7 @@ from devkit import images
 from devkit.docker_engine import DockerEngine
 from tests.parallel import one_worker_at_a_time
 
-EXPORTER_TAG = "orpycamcp-exporter:test"
+EXPORTER_TAG = images.EXPORTER_TAG
 # Filled by the tests, printed by pytest_terminal_summary: sizes, health transitions, stop times.
 REPORT: list[str] = []
 
