@@ -87,10 +87,12 @@ def test_an_unknown_lag_pends_fires_and_resolves_when_known_again(
     client, prom, am = stack
 
     # Known first: 6 entries undelivered, nobody reading (OrpycamcpStreamNotConsumed's case, not this one).
-    wait_for(lambda: query(prom, f"orpycamcp:stream_undelivered_entries:max{LAG}") != [], 60, prom.log)
+    def known() -> bool:
+        return query(prom, f"orpycamcp:stream_undelivered_entries:max{LAG}") != [] and rule_alerts(prom) == []
+
+    wait_for(known, 60, lambda: (rule_alerts(prom), prom.log()))
     assert query(prom, f"orpycamcp_stream_undelivered_entries{LAG}")[0]["value"][1] == "6"
     assert query(prom, f"orpycamcp_stream_consumers{LAG}")[0]["value"][1] == "0"
-    assert rule_alerts(prom) == []
 
     # An entry ahead of the group deleted: Redis's lag is nil.
     deleted_at = datetime.now().timestamp()
