@@ -23,6 +23,8 @@ PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 # Flags of the other commands the pages show, each with the command it belongs to.
 OTHER_TOOLS_FLAGS = {
     "--build": "docker compose up",
+    "--loadscope-reorder": "pytest-xdist",
+    "--no-loadscope-reorder": "pytest-xdist",
     "--web.enable-remote-write-receiver": "prometheus (the central server of an HA pair)",
     "--cluster": "redis-cli --cluster check",
     "--build-arg": "docker build",
