@@ -21,7 +21,14 @@ from exporter.printable import has_control, shortened
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 from registry import Registry, RegistryError, extended
-from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME, BacklogShape, backlog_families
+from registry.backlogs import (
+    BACKLOG_NAME,
+    MAX_BACKLOG_NAME,
+    OLDEST_PENDING,
+    PENDING_ITEMS,
+    BacklogShape,
+    backlog_families,
+)
 from registry.values import SIGNALS
 
 # Names of the stream signals declared apart (exporter.declared_streams); never a backlog's.
@@ -72,6 +79,38 @@ class States:
         return self.values if self.catch_all is None else (*self.values, self.catch_all)
 
 
+@dataclass(frozen=True)
+class LabelColumn:
+    """A label read from a column: the label's name, the column and its closed
+    set of values (label text), or with `catch_all` every other value counted
+    under that one declared value."""
+
+    label: str
+    column: str
+    values: tuple[str, ...]
+    catch_all: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label values the column takes: the declared ones, then the catch-all."""
+        return self.values if self.catch_all is None else (*self.values, self.catch_all)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a table signal's pending counts and oldest times go: two families,
+    their first label the signal's name (`backlog`) when `named`, then one label
+    per label column. Declared backlogs share the backlog families; a built-in
+    signal (exporter.contract.tables) has families of its own."""
+
+    pending: str = PENDING_ITEMS
+    oldest: str | None = OLDEST_PENDING  # None: the signal reads no oldest column
+    named: bool = True
+
+
+DECLARED_OUTPUT = Output()
+
+
 class Window(NamedTuple):
     label: str  # as declared: "1h"
     seconds: int
@@ -102,6 +141,18 @@ class Backlog:
     arrivals: Arrivals | None = None
     # The group every undeclared group value is summed under (opt-in); None: an undeclared value is refused.
     group_catch_all: str | None = None
+    # A built-in signal's label columns and families; a declared backlog's come from group_by.
+    label_columns: tuple[LabelColumn, ...] | None = None
+    output: Output = DECLARED_OUTPUT
+
+    @property
+    def grouping(self) -> tuple[LabelColumn, ...]:
+        """The columns the pending counts are grouped by, each a label (a declared backlog's: `group`)."""
+        if self.label_columns is not None:
+            return self.label_columns
+        if self.group_by is None or self.groups is None:
+            return ()
+        return (LabelColumn("group", self.group_by, self.groups, self.group_catch_all),)
 
     @property
     def group_labels(self) -> tuple[str, ...] | None:

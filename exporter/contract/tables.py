@@ -1,0 +1,39 @@
+"""The built-in table signals' declarations, shipped as data: dlq and
+preservation are measured by the one table-signal mechanism of declared
+backlogs (exporter.signals.backlog), each from the frozen declaration here,
+into the families of its own the registry holds (ADR-041: their names, label
+names and label values are the registry's)."""
+
+from __future__ import annotations
+
+from exporter.backlogs import Backlog, LabelColumn, Output, Scope
+from exporter.conditions import Condition
+from exporter.zones import UTC
+from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
+from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
+
+# Pending dead-lettered events per origin_group, and the creation time of the oldest.
+DLQ = Backlog(
+    name="dlq",
+    help=DLQ_PENDING.help,
+    scope=Scope.TENANT,
+    table=("evento_dead_letter",),
+    pending=(Condition("status", ("pending",)),),
+    oldest="created_at",
+    timezone=UTC,
+    label_columns=(LabelColumn("origin_group", "origin_group", ORIGIN_GROUPS),),
+    output=Output(DLQ_PENDING.name, DLQ_OLDEST.name, named=False),
+)
+
+# Artifacts whose retries are exhausted, per artifact and phase (one row per artifact and phase).
+PRESERVATION = Backlog(
+    name="preservation",
+    help=PRESERVATION_EXHAUSTED.help,
+    scope=Scope.TENANT,
+    table=("preservation_retry",),
+    pending=(Condition("status", ("exhausted",)),),
+    label_columns=(LabelColumn("artifact", "artifact", ARTIFACTS), LabelColumn("phase", "phase", PHASES)),
+    output=Output(PRESERVATION_EXHAUSTED.name, oldest=None, named=False),
+)
+
+TABLE_SIGNALS: tuple[Backlog, ...] = (DLQ, PRESERVATION)
