@@ -6,10 +6,10 @@ names and label values are the registry's)."""
 
 from __future__ import annotations
 
-from exporter.backlogs import Backlog, LabelColumn, Output, Scope
+from exporter.backlogs import Backlog, LabelColumn, Scope, table_signal_output
 from exporter.conditions import Condition
 from exporter.zones import UTC
-from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
+from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
 
 # Pending dead-lettered events per origin_group, and the creation time of the oldest.
@@ -22,7 +22,7 @@ DLQ = Backlog(
     oldest="created_at",
     timezone=UTC,
     label_columns=(LabelColumn("origin_group", "origin_group", ORIGIN_GROUPS),),
-    output=Output(DLQ_PENDING.name, DLQ_OLDEST.name, named=False),
+    output=table_signal_output("dlq"),
 )
 
 # Artifacts whose retries are exhausted, per artifact and phase (one row per artifact and phase).
@@ -33,7 +33,13 @@ PRESERVATION = Backlog(
     table=("preservation_retry",),
     pending=(Condition("status", ("exhausted",)),),
     label_columns=(LabelColumn("artifact", "artifact", ARTIFACTS), LabelColumn("phase", "phase", PHASES)),
-    output=Output(PRESERVATION_EXHAUSTED.name, oldest=None, named=False),
+    output=table_signal_output("preservation"),
 )
 
 TABLE_SIGNALS: tuple[Backlog, ...] = (DLQ, PRESERVATION)
+
+
+def shipped_or_replaced(replaced: tuple[Backlog, ...]) -> tuple[Backlog, ...]:
+    """The table signals' declarations in force: each replaced one, else the shipped one."""
+    by_name = {table.name: table for table in replaced}
+    return tuple(by_name.get(table.name, table) for table in TABLE_SIGNALS)
