@@ -1,8 +1,11 @@
-"""The built-in table signals' declarations, shipped as data: dlq and
-preservation are measured by the one table-signal mechanism of declared
-backlogs (exporter.signals.backlog), each from the frozen declaration here,
-into the families of its own the registry holds (ADR-041: their names, label
-names and label values are the registry's)."""
+"""The built-in table signals' declarations (dlq, preservation), shipped as data.
+
+Each is measured by the one table-signal mechanism of declared backlogs
+(exporter.signals.backlog), from its frozen declaration here, into families
+of its own the registry holds (ADR-041: their names, label names and label
+values are the registry's). A declarations file's `signals.dlq` or
+`signals.preservation` replaces one (exporter.backlogs), the families' label
+values then being the replacement's."""
 
 from __future__ import annotations
 

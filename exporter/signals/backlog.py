@@ -1,9 +1,12 @@
-"""Declared backlogs: one signal per backlog of the configuration file, each
-measured completely or not at all, like the built-in signals.
+"""Table signals: one signal per declared backlog and per built-in table signal
+(dlq, preservation: exporter.contract.tables), each measured completely or not at all.
 
-A tenant-scope backlog reads its table in every active tenant's schema on the
-same batched, prepared statements as dlq; a global-scope backlog reads one
-table. Identifiers are quoted; pending values are bound parameters, each
+A tenant-scope declaration reads its table in every measured tenant's schema
+on batched, prepared statements; a global-scope one reads one table. Its
+pending counts (and oldest times) go to its output's families: a declared
+backlog's to the shared backlog families, labelled by its name and group; a
+built-in's to its own families, one label per label column (artifact and
+phase are two). Identifiers are quoted; pending values are bound parameters, each
 distinct value bound once and referred to from every tenant's branch.
 
 A backlog with states or arrivals reads more than its pending rows in the
