@@ -12,7 +12,7 @@ quoted anyway), and pending values are bound as parameters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -78,27 +78,11 @@ class Scope(StrEnum):
 
 
 @dataclass(frozen=True)
-class States:
-    """Rows per value of `column`: every row's value must be one of `values` (label text),
-    or, with `catch_all`, is counted under that one declared value when it is not."""
+class ClosedColumn:
+    """A column whose values are a closed set: every row's value must be one of
+    `values` (label text), or, with `catch_all`, is counted under that one
+    declared value when it is not."""
 
-    column: str
-    values: tuple[str, ...]
-    catch_all: str | None = None
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """The label values the states take: the declared ones, then the catch-all."""
-        return self.values if self.catch_all is None else (*self.values, self.catch_all)
-
-
-@dataclass(frozen=True)
-class LabelColumn:
-    """A label read from a column: the label's name, the column and its closed
-    set of values (label text), or with `catch_all` every other value counted
-    under that one declared value."""
-
-    label: str
     column: str
     values: tuple[str, ...]
     catch_all: str | None = None
@@ -107,6 +91,19 @@ class LabelColumn:
     def labels(self) -> tuple[str, ...]:
         """The label values the column takes: the declared ones, then the catch-all."""
         return self.values if self.catch_all is None else (*self.values, self.catch_all)
+
+
+@dataclass(frozen=True)
+class States(ClosedColumn):
+    """Rows per value of `column` (the `state` label)."""
+
+
+@dataclass(frozen=True)
+class LabelColumn(ClosedColumn):
+    """A label of the pending counts read from a column: a declared backlog's `group`,
+    a built-in table signal's own (origin_group; artifact and phase)."""
+
+    label: str = field(default="group", kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,7 @@ class Backlog:
             return self.label_columns
         if self.group_by is None or self.groups is None:
             return ()
-        return (LabelColumn("group", self.group_by, self.groups, self.group_catch_all),)
+        return (LabelColumn(self.group_by, self.groups, self.group_catch_all),)
 
     @property
     def group_labels(self) -> tuple[str, ...] | None:
@@ -404,7 +401,9 @@ class _Reader:
                     if item not in LABEL_KEYS:
                         raise self.fail(None, f"{key}.{item}", f"unknown key (known: {', '.join(LABEL_KEYS)})")
                 column = self.identifier(None, f"{key}.column", body["column"])
-                columns.append(LabelColumn(name, column, self.label_values(None, f"{key}.values", body["values"])))
+                columns.append(
+                    LabelColumn(column, self.label_values(None, f"{key}.values", body["values"]), label=name)
+                )
             return tuple(columns)
         if len(names) != 1:
             raise self.fail(None, f"{at}.labels", f"is required: the columns and values of {', '.join(names)}")
@@ -412,7 +411,7 @@ class _Reader:
             if item not in raw:
                 raise self.fail(None, f"{at}.{item}", f"is required: the column and values of {names[0]}")
         column = self.identifier(None, f"{at}.group_by", raw["group_by"])
-        return (LabelColumn(names[0], column, self.label_values(None, f"{at}.groups", raw["groups"])),)
+        return (LabelColumn(column, self.label_values(None, f"{at}.groups", raw["groups"]), label=names[0]),)
 
     def table_signal(self, name: str, raw: object) -> Backlog:
         """A built-in table signal's declaration (the contract's `signals.<name>`), in place of the

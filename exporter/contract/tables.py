@@ -24,7 +24,7 @@ DLQ = Backlog(
     pending=(Condition("status", ("pending",)),),
     oldest="created_at",
     timezone=UTC,
-    label_columns=(LabelColumn("origin_group", "origin_group", ORIGIN_GROUPS),),
+    label_columns=(LabelColumn("origin_group", ORIGIN_GROUPS, label="origin_group"),),
     output=table_signal_output("dlq"),
 )
 
@@ -35,7 +35,10 @@ PRESERVATION = Backlog(
     scope=Scope.TENANT,
     table=("preservation_retry",),
     pending=(Condition("status", ("exhausted",)),),
-    label_columns=(LabelColumn("artifact", "artifact", ARTIFACTS), LabelColumn("phase", "phase", PHASES)),
+    label_columns=(
+        LabelColumn("artifact", ARTIFACTS, label="artifact"),
+        LabelColumn("phase", PHASES, label="phase"),
+    ),
     output=table_signal_output("preservation"),
 )
 

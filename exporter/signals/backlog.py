@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from exporter.backlogs import Backlog, LabelColumn, Scope, States
+from exporter.backlogs import Backlog, ClosedColumn, Scope
 from exporter.conditions import Predicate, predicate_of
 from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
@@ -183,7 +183,7 @@ class ValueSet:
         self.undeclared: set[str] = set()
 
     @classmethod
-    def of(cls, backlog: Backlog, key: str, label: LabelColumn | States | None) -> ValueSet:
+    def of(cls, backlog: Backlog, key: str, label: ClosedColumn | None) -> ValueSet:
         if label is None:
             return cls(backlog, key, None, None, None)
         return cls(backlog, key, label.column, label.values, label.catch_all)
