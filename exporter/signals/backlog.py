@@ -172,21 +172,13 @@ class ValueSet:
     or, with a catch-all declared, every undeclared value as the catch-all,
     the distinct undeclared values kept to be counted (never emitted)."""
 
-    def __init__(
-        self, backlog: Backlog, key: str, column: str | None, declared: tuple[str, ...] | None, catch_all: str | None
-    ) -> None:
+    def __init__(self, backlog: Backlog, key: str, closed: ClosedColumn | None) -> None:
         self.backlog = backlog
         self.key = key  # the statement's column: grp, grp_1..., st
-        self.column = column
-        self.declared = frozenset(declared or ())
-        self.catch_all = catch_all
+        self.column = None if closed is None else closed.column
+        self.declared = frozenset(() if closed is None else closed.values)
+        self.catch_all = None if closed is None else closed.catch_all
         self.undeclared: set[str] = set()
-
-    @classmethod
-    def of(cls, backlog: Backlog, key: str, label: ClosedColumn | None) -> ValueSet:
-        if label is None:
-            return cls(backlog, key, None, None, None)
-        return cls(backlog, key, label.column, label.values, label.catch_all)
 
     def label(self, row: asyncpg.Record) -> tuple[str, ...]:
         """The row's label value, or nothing when the backlog has no such column."""
@@ -212,9 +204,9 @@ class Counts:
         self.states: dict[tuple[str, ...], int] = {}
         self.arrivals: dict[tuple[str, ...], int] = {}
         self.groups = [
-            ValueSet.of(backlog, key, label) for key, label in zip(group_keys(backlog), backlog.grouping, strict=True)
+            ValueSet(backlog, key, label) for key, label in zip(group_keys(backlog), backlog.grouping, strict=True)
         ]
-        self.state_set = ValueSet.of(backlog, "st", backlog.states)
+        self.state_set = ValueSet(backlog, "st", backlog.states)
         self.named = (backlog.name,) if backlog.output.named else ()
 
     def add(self, row: asyncpg.Record) -> None:
@@ -248,12 +240,7 @@ class Counts:
         ]
         return [
             *(Sample(output.pending, labels, count) for labels, count in self.items.items()),
-            *(
-                Sample(oldest, labels, seconds)
-                for oldest in (output.oldest,)
-                if oldest
-                for labels, seconds in self.oldest.items()
-            ),
+            *(Sample(output.oldest, labels, seconds) for labels, seconds in self.oldest.items() if output.oldest),
             *(Sample(ITEMS, labels, count) for labels, count in self.states.items()),
             *(Sample(ARRIVALS, labels, count) for labels, count in self.arrivals.items()),
             *(Sample(ARRIVALS_THRESHOLD, (self.backlog.name, window), value) for window, value in thresholds),
