@@ -21,6 +21,9 @@ from tests.commands import refused_in_one_line, run_exporter
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
 DB = "postgresql://exporter@db.invalid/platform"
 PRINTED = contract_yaml(NO_DECLARATIONS)
+PRESERVATION_TABLE = "    table: preservation_retry\n"
+DLQ_TABLE = "    table: evento_dead_letter\n"
+DLQ_ZONE = "    timezone: UTC\n  preservation:\n"  # dlq's, printed just before preservation
 
 
 def edited(old: str, new: str) -> str:
@@ -71,27 +74,15 @@ def test_check_config_says_what_it_replaces(tmp_path: Path) -> None:
         ("      artifact:\n", "      artefact:\n", "signals.preservation.labels"),
         ("    group_by: origin_group\n", "    group_by: origin group\n", "signals.dlq.group_by"),
         ("    - knowledge-service\n", "    - signature-service\n", "signals.dlq.groups"),
-        ("    table: evento_dead_letter\n", "", "signals.dlq.table"),
+        (DLQ_TABLE, "", "signals.dlq.table"),
         ("      status: exhausted\n", "      status: [yes]\n", "signals.preservation.pending.status"),
-        (
-            "    table: preservation_retry\n",
-            "    table: preservation_retry\n    oldest: created_at\n",
-            "signals.preservation.oldest",
-        ),
-        (
-            "    timezone: UTC\n  preservation:\n",
-            "    timezone: Europe/Atlantis\n  preservation:\n",
-            "signals.dlq.timezone",
-        ),
+        (PRESERVATION_TABLE, PRESERVATION_TABLE + "    oldest: created_at\n", "signals.preservation.oldest"),
+        (DLQ_ZONE, DLQ_ZONE.replace("UTC", "Europe/Atlantis"), "signals.dlq.timezone"),
         ("    source: redis\n", "    source: kafka\n", "signals.streams"),
         ("      breaks: breaks\n", "      breaks: n_breaks\n", "signals.audit_chain"),
         ("  schema: tenant_<slug>\n", "  schema: <slug>\n", "tenants.schema"),
         ("  dlq:\n", "  dead_letters:\n", "signals.dead_letters"),
-        (
-            "    scope: tenant\n    table: evento",
-            "    scope: tenant\n    help: x\n    table: evento",
-            "signals.dlq.help",
-        ),
+        (DLQ_TABLE, "    help: x\n" + DLQ_TABLE, "signals.dlq.help"),
     ],
 )
 def test_a_file_that_changes_what_is_fixed_is_refused_naming_the_key(
