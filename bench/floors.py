@@ -6,24 +6,56 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
 from bench.figures import Backend, FloorFigures, NaiveFigures, Spread
 from bench.machine import proc_status
-from exporter.signals import dlq, preservation
 from exporter.tenant_list import DEFAULT_TENANTS
+from exporter.zones import UTC, epoch_sql, instant_sql
 
 FLOOR_APP = "bench-floor"
 FLOOR_BATCH = 250
+
+
+# The floor's own statements, written by hand (the status words literal, nothing bound):
+# what the dlq and preservation signals read, the best way this benchmark knows.
+def dlq_sql(schemas: Sequence[str]) -> str:
+    union = "\n UNION ALL ".join(
+        f"SELECT origin_group, {instant_sql('created_at', UTC)} AS created_at"
+        f" FROM {schema}.evento_dead_letter WHERE status = 'pending'"
+        for schema in schemas
+    )
+    return (
+        f"WITH pending AS MATERIALIZED ({union})\n"
+        f"SELECT origin_group, count(*) AS events, {epoch_sql('min(created_at)')} AS oldest,"
+        " count(*) - count(created_at) AS undated"
+        " FROM pending GROUP BY origin_group"
+    )
+
+
+def preservation_sql(schemas: Sequence[str]) -> str:
+    union = "\n UNION ALL ".join(
+        f"SELECT artifact, phase FROM {schema}.preservation_retry WHERE status = 'exhausted'" for schema in schemas
+    )
+    return (
+        f"WITH exhausted AS MATERIALIZED ({union})\n"
+        "SELECT artifact, phase, count(*) AS artifacts FROM exhausted GROUP BY artifact, phase"
+    )
+
+
+def floor_statements(schemas: Sequence[str]) -> tuple[str, str]:
+    """Both table signals' floor statements over one batch of schemas."""
+    return dlq_sql(schemas), preservation_sql(schemas)
 
 
 async def floor_lane(connection: asyncpg.Connection, prepared: dict[str, Any], batches: list[list[str]]) -> int:
     """One connection's half: both signals' statements over its batches, prepared once, named."""
     done = 0
     for batch in batches:
-        for sql in (dlq.batch_sql(batch), preservation.batch_sql(batch)):
+        for sql in floor_statements(batch):
             statement = prepared.get(sql)
             if statement is None:
                 statement = prepared[sql] = await connection.prepare(sql, name=f"floor_{len(prepared)}")

@@ -59,6 +59,7 @@ from typing import Any
 
 import asyncpg
 
+from bench.floors import floor_statements
 from bench.machine import execute, loadavg, proc_status, session_backends, session_count
 from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, pinned_versions, start_major
@@ -68,7 +69,7 @@ from exporter.backlogs import parse_declarations
 from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.signals import backlog, dlq, preservation
+from exporter.signals import backlog
 from exporter.sources.postgres import Postgres
 from exporter.sources.transaction import transaction_opening
 from exporter.tenant_list import DEFAULT_TENANTS
@@ -142,7 +143,7 @@ class MajorFigures:
 
 def floor_sql(schemas: Sequence[str], backlogs: bool) -> list[str]:
     kyc = parse_declarations(KYC, "bench").backlogs[0]
-    statements = [dlq.batch_sql(schemas), preservation.batch_sql(schemas)]
+    statements = list(floor_statements(schemas))
     if backlogs:
         statements.append(backlog.batch_sql(kyc, "\"status\" = 'pending'", schemas))
     return statements

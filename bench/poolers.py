@@ -32,10 +32,10 @@ from typing import Any
 import asyncpg
 
 from bench.figures import PoolerFigures, PoolersReport
+from bench.floors import floor_statements
 from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
-from exporter.signals import dlq, preservation
 from exporter.sources.transaction import transaction_opening
 from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
@@ -160,8 +160,7 @@ async def floor_steady(url: str, shape: str, steady: int, deadline: float) -> li
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2
             lanes = [
-                [sql for batch in part for sql in (dlq.batch_sql(batch), preservation.batch_sql(batch))]
-                for part in (slices[:half], slices[half:])
+                [sql for batch in part for sql in floor_statements(batch)] for part in (slices[:half], slices[half:])
             ]
             await asyncio.gather(*(floor_lane(connections[i], shape, prepared[i], lanes[i], opening) for i in range(2)))
             if refresh > 0:

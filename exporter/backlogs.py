@@ -1,6 +1,9 @@
 """Declared backlogs: the YAML file (--backlogs.config-file), read and
 validated completely at start, into plain values. The same file may declare
-more streams for the streams signal (exporter.declared_streams).
+more streams for the streams signal (exporter.declared_streams), the tenant
+list, and replace a built-in table signal's declaration (`signals.dlq`,
+`signals.preservation`: the printed contract's own keys; its families and
+label names stay the registry's).
 
 No SQL is accepted: tables and columns must be plain identifiers (they are
 quoted anyway), and pending values are bound as parameters.
@@ -9,19 +12,30 @@ quoted anyway), and pending values are bound as parameters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, NamedTuple
 
 from exporter import zones
 from exporter.conditions import Condition, Value
+from exporter.contract.fixed import fixed_signals
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control, shortened
+from exporter.sources.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
-from registry import Registry, RegistryError, extended
-from registry.backlogs import BACKLOG_NAME, MAX_BACKLOG_NAME, BacklogShape, backlog_families
+from registry import Family, Registry, RegistryError, extended
+from registry.backlogs import (
+    BACKLOG_NAME,
+    MAX_BACKLOG_NAME,
+    OLDEST_PENDING,
+    PENDING_ITEMS,
+    BacklogShape,
+    backlog_families,
+)
+from registry.families import TABLE_SIGNAL_FAMILIES
+from registry.model import product
 from registry.values import SIGNALS
 
 # Names of the stream signals declared apart (exporter.declared_streams); never a backlog's.
@@ -42,8 +56,14 @@ KEYS = (
     "arrivals",
 )
 REQUIRED = ("help", "scope", "table", "pending")
-TOP_LEVEL = ("backlogs", "streams", "tenants")
-TENANT_KEYS = ("table", "slug", "measured")
+TOP_LEVEL = ("version", "tenants", "signals", "backlogs", "streams")
+TENANT_KEYS = ("table", "slug", "schema", "measured")
+# A built-in table signal's keys in the contract (exporter.contract.tables): a backlog's, less
+# its help, its states and arrivals; `labels` names each label's column and values.
+TABLE_SIGNAL_KEYS = ("source", "scope", "table", "pending", "group_by", "groups", "labels", "oldest", "timezone")
+LABEL_KEYS = ("column", "values")
+POSTGRESQL = "postgresql"
+SCHEMA = f"{SCHEMA_PREFIX}<slug>"  # a tenant's schema, as the contract writes it
 
 # An arrivals window: a whole number of minutes, hours or days, as Prometheus writes it.
 WINDOW = re.compile(r"([1-9][0-9]{0,4})([mhd])")
@@ -58,9 +78,10 @@ class Scope(StrEnum):
 
 
 @dataclass(frozen=True)
-class States:
-    """Rows per value of `column`: every row's value must be one of `values` (label text),
-    or, with `catch_all`, is counted under that one declared value when it is not."""
+class ClosedColumn:
+    """A column whose values are a closed set: every row's value must be one of
+    `values` (label text), or, with `catch_all`, is counted under that one
+    declared value when it is not."""
 
     column: str
     values: tuple[str, ...]
@@ -68,8 +89,42 @@ class States:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """The label values the states take: the declared ones, then the catch-all."""
+        """The label values the column takes: the declared ones, then the catch-all."""
         return self.values if self.catch_all is None else (*self.values, self.catch_all)
+
+
+@dataclass(frozen=True)
+class States(ClosedColumn):
+    """Rows per value of `column` (the `state` label)."""
+
+
+@dataclass(frozen=True)
+class LabelColumn(ClosedColumn):
+    """A label of the pending counts read from a column: a declared backlog's `group`,
+    a built-in table signal's own (origin_group; artifact and phase)."""
+
+    label: str = field(default="group", kw_only=True)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a table signal's pending counts and oldest times go: two families,
+    their first label the signal's name (`backlog`) when `named`, then one label
+    per label column. Declared backlogs share the backlog families; a built-in
+    signal (exporter.contract.tables) has families of its own."""
+
+    pending: str = PENDING_ITEMS
+    oldest: str | None = OLDEST_PENDING  # None: the signal reads no oldest column
+    named: bool = True
+
+
+DECLARED_OUTPUT = Output()
+
+
+def table_signal_output(name: str) -> Output:
+    """A built-in table signal's own families (registry.families.TABLE_SIGNAL_FAMILIES)."""
+    pending, oldest = TABLE_SIGNAL_FAMILIES[name]
+    return Output(pending.name, None if oldest is None else oldest.name, named=False)
 
 
 class Window(NamedTuple):
@@ -102,6 +157,18 @@ class Backlog:
     arrivals: Arrivals | None = None
     # The group every undeclared group value is summed under (opt-in); None: an undeclared value is refused.
     group_catch_all: str | None = None
+    # A built-in signal's label columns and families; a declared backlog's come from group_by.
+    label_columns: tuple[LabelColumn, ...] | None = None
+    output: Output = DECLARED_OUTPUT
+
+    @property
+    def grouping(self) -> tuple[LabelColumn, ...]:
+        """The columns the pending counts are grouped by, each a label (a declared backlog's: `group`)."""
+        if self.label_columns is not None:
+            return self.label_columns
+        if self.group_by is None or self.groups is None:
+            return ()
+        return (LabelColumn(self.group_by, self.groups, self.group_catch_all),)
 
     @property
     def group_labels(self) -> tuple[str, ...] | None:
@@ -142,6 +209,7 @@ class Declarations:
     backlogs: tuple[Backlog, ...] = ()
     streams: DeclaredStreams = NO_STREAMS
     tenants: TenantList = DEFAULT_TENANTS
+    tables: tuple[Backlog, ...] = ()  # built-in table signals' declarations replaced (signals.dlq, ...)
 
     def registry(self) -> Registry:
         """The built-in registry extended with what is declared; RegistryError when
@@ -152,7 +220,20 @@ class Declarations:
             self.streams.consumer_groups,
             self.streams.dead_letter_streams,
             self.streams.signals,
+            replaced_families(self.tables),
         )
+
+
+def replaced_families(tables: tuple[Backlog, ...]) -> tuple[Family, ...]:
+    """The built-in table signals' families with the label values of their replaced declarations."""
+    families: list[Family] = []
+    for table in tables:
+        pending, oldest = TABLE_SIGNAL_FAMILIES[table.name]
+        combinations = product(*(label.labels for label in table.grouping))
+        families.append(replace(pending, combinations=combinations))
+        if oldest is not None and table.oldest is not None:
+            families.append(replace(oldest, combinations=combinations))
+    return tuple(families)
 
 
 NO_DECLARATIONS = Declarations()
@@ -274,6 +355,124 @@ class _Reader:
             thresholds.sort(key=lambda item: labels.index(item[0]))
         return Arrivals(column, windows, tuple(thresholds))
 
+    def table(self, backlog: str | None, key: str, scope: Scope, raw: object) -> tuple[str, ...]:
+        """(table,) in tenant scope, (schema, table) in global scope."""
+        if scope is Scope.TENANT:
+            return (self.identifier(backlog, key, raw),)
+        parts = raw.split(".") if isinstance(raw, str) else []
+        if len(parts) != 2:
+            raise self.fail(backlog, key, f"{raw!r} is not schema.table (global scope)")
+        return tuple(self.identifier(backlog, key, part) for part in parts)
+
+    def pending(self, backlog: str | None, key: str, raw: object) -> tuple[Condition, ...]:
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(backlog, key, "must map at least one column to its pending value(s)")
+        return tuple(self.condition(backlog, key, column, value) for column, value in raw.items())
+
+    def label_values(self, backlog: str | None, key: str, raw: object, what: str = "value") -> tuple[str, ...]:
+        """A closed value set, as label text: non-empty, no value twice (1 and '1' are one label)."""
+        values = tuple(str(value) for value in self.values(backlog, key, raw))
+        if len(set(values)) != len(values):
+            raise self.fail(backlog, key, f"{raw!r} repeats a {what}")
+        return values
+
+    def label_columns(self, at: str, raw: dict[Any, Any], names: tuple[str, ...]) -> tuple[LabelColumn, ...]:
+        """A table signal's label columns: `group_by` and `groups` for its one label, or `labels`
+        mapping each of its label names (fixed: ADR-041) to its column and values."""
+        if "labels" in raw:
+            if "group_by" in raw or "groups" in raw:
+                raise self.fail(None, f"{at}.labels", "is given with group_by or groups: declare one or the other")
+            labels = raw["labels"]
+            if not isinstance(labels, dict) or set(labels) != set(names):
+                found = sorted(map(str, labels)) if isinstance(labels, dict) else labels
+                raise self.fail(
+                    None, f"{at}.labels", f"must map exactly the labels {', '.join(names)} (ADR-041), got {found!r}"
+                )
+            columns = []
+            for name in names:
+                key = f"{at}.labels.{name}"
+                if not isinstance(labels[name], dict):
+                    raise self.fail(None, key, f"must be a mapping with the keys {', '.join(LABEL_KEYS)}")
+                body = labels[name]
+                for item in LABEL_KEYS:
+                    if item not in body:
+                        raise self.fail(None, f"{key}.{item}", "is required")
+                for item in body:
+                    if item not in LABEL_KEYS:
+                        raise self.fail(None, f"{key}.{item}", f"unknown key (known: {', '.join(LABEL_KEYS)})")
+                column = self.identifier(None, f"{key}.column", body["column"])
+                columns.append(
+                    LabelColumn(column, self.label_values(None, f"{key}.values", body["values"]), label=name)
+                )
+            return tuple(columns)
+        if len(names) != 1:
+            raise self.fail(None, f"{at}.labels", f"is required: the columns and values of {', '.join(names)}")
+        for item in ("group_by", "groups"):
+            if item not in raw:
+                raise self.fail(None, f"{at}.{item}", f"is required: the column and values of {names[0]}")
+        column = self.identifier(None, f"{at}.group_by", raw["group_by"])
+        return (LabelColumn(column, self.label_values(None, f"{at}.groups", raw["groups"]), label=names[0]),)
+
+    def table_signal(self, name: str, raw: object) -> Backlog:
+        """A built-in table signal's declaration (the contract's `signals.<name>`), in place of the
+        shipped one: its table, columns, status words and value sets; never its families or labels."""
+        at = f"signals.{name}"
+        pending_family, oldest_family = TABLE_SIGNAL_FAMILIES[name]
+        if not isinstance(raw, dict):
+            raise self.fail(None, at, f"must be a mapping with the keys {', '.join(TABLE_SIGNAL_KEYS)}")
+        for key in raw:
+            if key not in TABLE_SIGNAL_KEYS:
+                raise self.fail(None, f"{at}.{key}", f"unknown key (known: {', '.join(TABLE_SIGNAL_KEYS)})")
+        for key in ("table", "pending"):
+            if key not in raw:
+                raise self.fail(None, f"{at}.{key}", "is required")
+        if raw.get("source", POSTGRESQL) != POSTGRESQL:
+            raise self.fail(None, f"{at}.source", f"{raw['source']!r} is not {POSTGRESQL}: {name} reads a table")
+        try:
+            scope = Scope(raw.get("scope", Scope.TENANT.value))
+        except ValueError:
+            raise self.fail(None, f"{at}.scope", f"{raw['scope']!r} is not tenant or global") from None
+        oldest = None
+        if "oldest" in raw:
+            if oldest_family is None:
+                raise self.fail(None, f"{at}.oldest", f"{name} has no family for an oldest time (ADR-041)")
+            oldest = self.identifier(None, f"{at}.oldest", raw["oldest"])
+        zone = zones.UTC
+        if "timezone" in raw:
+            problem = zones.zone_problem(raw["timezone"])
+            if oldest is None or problem is not None or not isinstance(raw["timezone"], str):
+                raise self.fail(None, f"{at}.timezone", problem or "needs oldest: the column whose zone it is")
+            zone = raw["timezone"]
+        return Backlog(
+            name,
+            pending_family.help,
+            scope,
+            self.table(None, f"{at}.table", scope, raw["table"]),
+            self.pending(None, f"{at}.pending", raw["pending"]),
+            oldest=oldest,
+            timezone=zone,
+            label_columns=self.label_columns(at, raw, pending_family.labels),
+            output=table_signal_output(name),
+        )
+
+    def signals(self, raw: object) -> tuple[Backlog, ...]:
+        """The contract's `signals`: the table signals' declarations replaced; the others as printed."""
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(None, "signals", f"must map one or more of {', '.join(SIGNALS)} to its contract")
+        fixed = fixed_signals()
+        tables = []
+        for name, body in raw.items():
+            if name in TABLE_SIGNAL_FAMILIES:
+                tables.append(self.table_signal(name, body))
+            elif name in fixed:
+                if body != fixed[name]:
+                    raise self.fail(
+                        None, f"signals.{name}", "differs from the shipped contract: it cannot be replaced yet"
+                    )
+            else:
+                raise self.fail(None, f"signals.{name}", f"unknown signal (the contract's: {', '.join(SIGNALS)})")
+        return tuple(tables)
+
     def backlog(self, name: object, raw: object) -> Backlog:
         if not isinstance(name, str) or not BACKLOG_NAME.fullmatch(name) or len(name) > MAX_BACKLOG_NAME:
             raise self.fail(str(name), None, f"the name must be [a-z][a-z0-9_]*, at most {MAX_BACKLOG_NAME} characters")
@@ -296,27 +495,14 @@ class _Reader:
             scope = Scope(raw["scope"])
         except ValueError:
             raise self.fail(name, "scope", f"{raw['scope']!r} is not tenant or global") from None
-        table_raw = raw["table"]
-        if scope is Scope.TENANT:
-            table: tuple[str, ...] = (self.identifier(name, "table", table_raw),)
-        else:
-            parts = table_raw.split(".") if isinstance(table_raw, str) else []
-            if len(parts) != 2:
-                raise self.fail(name, "table", f"{table_raw!r} is not schema.table (global scope)")
-            table = tuple(self.identifier(name, "table", part) for part in parts)
-        pending_raw = raw["pending"]
-        if not isinstance(pending_raw, dict) or not pending_raw:
-            raise self.fail(name, "pending", "must map at least one column to its pending value(s)")
-        pending = tuple(self.condition(name, "pending", column, value) for column, value in pending_raw.items())
+        table = self.table(name, "table", scope, raw["table"])
+        pending = self.pending(name, "pending", raw["pending"])
         group_by = groups = None
         if "group_by" in raw:
             group_by = self.identifier(name, "group_by", raw["group_by"])
             if "groups" not in raw:
                 raise self.fail(name, "groups", "is required with group_by: the closed set of group values")
-            declared = self.values(name, "groups", raw["groups"])
-            groups = tuple(str(value) for value in declared)
-            if len(set(groups)) != len(groups):
-                raise self.fail(name, "groups", f"{raw['groups']!r} repeats a group")
+            groups = self.label_values(name, "groups", raw["groups"], "group")
         elif "groups" in raw:
             raise self.fail(name, "groups", "needs group_by: the column whose values they are")
         group_catch_all = None
@@ -367,6 +553,8 @@ class _Reader:
                 raise self.fail(None, "tenants.table", f"{raw['table']!r} is not schema.table")
             schema, name = (self.identifier(None, "tenants.table", part) for part in parts)
             table = (schema, name)
+        if "schema" in raw and raw["schema"] != SCHEMA:
+            raise self.fail(None, "tenants.schema", f"{raw['schema']!r} is not {SCHEMA}: the schema name is fixed")
         slug = self.identifier(None, "tenants.slug", raw["slug"]) if "slug" in raw else DEFAULT_TENANTS.slug
         measured = DEFAULT_TENANTS.measured
         if "measured" in raw:
@@ -392,9 +580,12 @@ class _Reader:
             if not isinstance(declared, dict) or not declared:
                 raise self.fail(None, "backlogs", "must map each backlog's name to its declaration")
             backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
+        if "version" in raw and not isinstance(raw["version"], str):
+            raise self.fail(None, "version", f"{raw['version']!r} is not the version a contract was printed by")
         streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
         tenants = self.tenants(raw["tenants"]) if "tenants" in raw else DEFAULT_TENANTS
-        return Declarations(backlogs, streams, tenants)
+        tables = self.signals(raw["signals"]) if "signals" in raw else ()
+        return Declarations(backlogs, streams, tenants, tables)
 
 
 def parse_declarations(text: str, setting: str) -> Declarations:

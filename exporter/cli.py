@@ -99,7 +99,7 @@ def _metrics(backlogs_file: str | None) -> str:
     if not backlogs_file:
         return metrics_table()
     declared = load_declarations(backlogs_file, describe("backlogs_file"))
-    registry = catalog_of(declared.backlogs, declared.streams).registry
+    registry = catalog_of(declared.backlogs, declared.streams, declared.tables).registry
     return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 

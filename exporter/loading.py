@@ -55,6 +55,7 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         backlogs=declared.backlogs,
         streams=declared.streams,
         tenants=declared.tenants,
+        tables=declared.tables,
         redis_tls=redis_tls,
         web=web,
     )

@@ -37,12 +37,19 @@ class Catalog:
 BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
 
 
-def catalog_of(backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS) -> Catalog:
-    if not backlogs and not declared_streams:
+def catalog_of(
+    backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS, tables: tuple[Backlog, ...] = ()
+) -> Catalog:
+    """`tables`: the built-in table signals whose declarations the file replaces."""
+    if not backlogs and not declared_streams and not tables:
         return BUILTIN_CATALOG
-    registry = Declarations(backlogs, declared_streams).registry()
+    registry = Declarations(backlogs, declared_streams, tables=tables).registry()
     # The streams signal reads what the extended registry holds, declared streams included.
-    builtin = {**BY_NAME, streams.NAME: streams.signal_of(registry)}
+    builtin = {
+        **BY_NAME,
+        **{table.name: backlog.signal(table) for table in tables},
+        streams.NAME: streams.signal_of(registry),
+    }
     apart = {s.name: streams.signal(s.groups, s.deadletter_streams, s.name) for s in declared_streams.signals}
     return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}, **apart})
 
@@ -99,7 +106,7 @@ def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings, clock)
-    catalog = catalog_of(settings.backlogs, settings.streams)
+    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
     caches = [
         SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
         for name in settings.signals

@@ -213,6 +213,7 @@ class Settings:
     redis_tls: RedisTls = NO_TLS
     streams: DeclaredStreams = NO_STREAMS
     tenants: TenantList = DEFAULT_TENANTS
+    tables: tuple[Backlog, ...] = ()  # the built-in table signals' declarations replaced (signals.dlq, ...)
     web: WebConfig = field(default_factory=WebConfig)
 
     @property
@@ -241,11 +242,15 @@ class Settings:
             else ""
         )
         tenants = f"; tenants measured: {self.tenants.describe()}" if self.tenants != DEFAULT_TENANTS else ""
+        tables = (
+            f"; built-in declarations replaced: {', '.join(table.name for table in self.tables)}" if self.tables else ""
+        )
         return (
             f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
             + proxies
             + declared
             + tenants
+            + tables
         )
 
 

@@ -97,6 +97,14 @@ PRESERVATION_EXHAUSTED = Family(
     labels=("artifact", "phase"),
     combinations=product(ARTIFACTS, PHASES),
 )
+# The built-in table signals' families: the pending counts, then the oldest (None: none).
+# Their names and label names are ADR-041's; a declarations file may replace the
+# tables, columns, status words and label values they are read from, so their
+# combinations (see extended's `replaced`).
+TABLE_SIGNAL_FAMILIES: dict[str, tuple[Family, Family | None]] = {
+    "dlq": (DLQ_PENDING, DLQ_OLDEST),
+    "preservation": (PRESERVATION_EXHAUSTED, None),
+}
 AUDIT_BREAKS = Family(
     name=PREFIX + "audit_chain_breaks",
     help="Breaks found by the last complete audit-chain verification run.",
@@ -407,12 +415,27 @@ def _check_read_once(
         raise RegistryError(DEADLETTER_ENTRIES.name, "a dead-letter stream is read by two signals")
 
 
+def _replacing(replaced: tuple[Family, ...]) -> dict[str, Family]:
+    """The replacements by name, each a table signal's family with other label values only."""
+    table_families = {f.name: f for pair in TABLE_SIGNAL_FAMILIES.values() for f in pair if f is not None}
+    for family in replaced:
+        builtin = table_families.get(family.name)
+        if builtin is None:
+            raise RegistryError(family.name, "only a built-in table signal's family may be replaced")
+        if replace(family, combinations=builtin.combinations) != builtin:
+            raise RegistryError(family.name, "a replaced family keeps its name, signal, help and label names (ADR-041)")
+    if len({family.name for family in replaced}) != len(replaced):
+        raise RegistryError(replaced[0].name, "a family is replaced twice")
+    return {family.name: family for family in replaced}
+
+
 def extended(
     signals: tuple[str, ...],
     families: tuple[Family, ...],
     stream_groups: tuple[tuple[str, str], ...] = (),
     deadletter_streams: tuple[str, ...] = (),
     stream_signals: tuple[StreamSignalShape, ...] = (),
+    replaced: tuple[Family, ...] = (),
 ) -> Registry:
     """The built-in registry extended at start with more signals and their value
     families, with more (stream, group) pairs and dead-letter streams for
@@ -421,8 +444,10 @@ def extended(
     streams signal's, their names after `signals`): the per-signal families
     then accept the new signals too, and the new families come after the
     built-in ones, before build_info (and the process families, which always
-    close the page)."""
+    close the page). A family of `replaced` takes the place of the built-in
+    family of its name: a table signal's, only its combinations differing."""
     _check_read_once(stream_groups, deadletter_streams, stream_signals)
+    replacing = _replacing(replaced)
     everything = SIGNALS + signals + tuple(s.name for s in stream_signals)
     more: dict[Family, tuple[tuple[str, ...], ...]] = {
         SIGNAL_MEASURED: single(everything),
@@ -446,7 +471,7 @@ def extended(
         for family in FAMILIES
         if family is not BUILD_INFO and family not in TAIL_FAMILIES
         for part in (
-            replace(family, combinations=more[family]) if family in more else family,
+            replacing.get(family.name, replace(family, combinations=more[family]) if family in more else family),
             *_stream_parts(family, stream_signals),
         )
     )

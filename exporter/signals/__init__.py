@@ -1,14 +1,18 @@
-"""The table of signals: one module each, registered here and nowhere else."""
+"""The table of signals, registered here and nowhere else: the table signals
+(dlq, preservation) from their shipped declarations (exporter.contract.tables)
+on the one table-signal mechanism (exporter.signals.backlog), the others one
+module each."""
 
 from __future__ import annotations
 
-from exporter.signals import audit_chain, dlq, preservation, streams
+from exporter.contract.tables import DLQ, PRESERVATION
+from exporter.signals import audit_chain, backlog, streams
 from exporter.signals.base import Signal, Source
 from registry import SIGNALS as REGISTERED_SIGNALS
 
 SIGNALS: tuple[Signal, ...] = (
-    dlq.SIGNAL,
-    preservation.SIGNAL,
+    backlog.signal(DLQ),
+    backlog.signal(PRESERVATION),
     audit_chain.SIGNAL,
     streams.SIGNAL,
 )

@@ -1,9 +1,12 @@
-"""Declared backlogs: one signal per backlog of the configuration file, each
-measured completely or not at all, like the built-in signals.
+"""Table signals: one signal per declared backlog and per built-in table signal
+(dlq, preservation: exporter.contract.tables), each measured completely or not at all.
 
-A tenant-scope backlog reads its table in every active tenant's schema on the
-same batched, prepared statements as dlq; a global-scope backlog reads one
-table. Identifiers are quoted; pending values are bound parameters, each
+A tenant-scope declaration reads its table in every measured tenant's schema
+on batched, prepared statements; a global-scope one reads one table. Its
+pending counts (and oldest times) go to its output's families: a declared
+backlog's to the shared backlog families, labelled by its name and group; a
+built-in's to its own families, one label per label column (artifact and
+phase are two). Identifiers are quoted; pending values are bound parameters, each
 distinct value bound once and referred to from every tenant's branch.
 
 A backlog with states or arrivals reads more than its pending rows in the
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from exporter.backlogs import Backlog, Scope
+from exporter.backlogs import Backlog, ClosedColumn, Scope
 from exporter.conditions import Predicate, predicate_of
 from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
@@ -36,7 +39,7 @@ from exporter.sources import Sources
 from exporter.sources.column_types import INTEGER, ResultTypes, time_column
 from exporter.sources.identifiers import quote_identifier
 from exporter.zones import epoch_sql, instant_sql, within_sql
-from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, OLDEST_PENDING, PENDING_ITEMS, UNDECLARED
+from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, UNDECLARED
 
 
 def predicate(backlog: Backlog) -> Predicate:
@@ -44,12 +47,18 @@ def predicate(backlog: Backlog) -> Predicate:
     return predicate_of(backlog.pending)
 
 
+def group_keys(backlog: Backlog) -> tuple[str, ...]:
+    """The statement's names of the label columns' values: grp, then grp_1, grp_2..."""
+    return tuple("grp" if number == 0 else f"grp_{number}" for number in range(len(backlog.grouping)))
+
+
 def branch_sql(backlog: Backlog, table: str, where: str) -> str:
     """One table's rows: the group, state, oldest and arrival columns, as `grp`,
     `st`, `ts` and `arr`, and with states or arrivals whether the row is pending (`p`)."""
-    columns = []
-    if backlog.group_by is not None:
-        columns.append(f"{quote_identifier(backlog.group_by)} AS grp")
+    columns = [
+        f"{quote_identifier(label.column)} AS {key}"
+        for key, label in zip(group_keys(backlog), backlog.grouping, strict=True)
+    ]
     oldest = (
         [] if backlog.oldest is None else [f"{instant_sql(quote_identifier(backlog.oldest), backlog.timezone)} AS ts"]
     )
@@ -84,9 +93,9 @@ def global_table(backlog: Backlog) -> str:
 
 
 def aggregate_sql(backlog: Backlog, branches: Sequence[str]) -> str:
-    # As dlq: aggregate once over a materialized union, no per-branch GROUP BY to plan.
+    # Aggregate once over a materialized union: no per-branch GROUP BY to plan.
     union = "\n UNION ALL ".join(branches)
-    keys = [key for key, column in (("grp", backlog.group_by), ("st", backlog.states)) if column is not None]
+    keys = [*group_keys(backlog), *(("st",) if backlog.states is not None else ())]
     if not backlog.scans_all_rows:
         selected = ["count(*) AS items"]
         if backlog.oldest is not None:
@@ -163,14 +172,12 @@ class ValueSet:
     or, with a catch-all declared, every undeclared value as the catch-all,
     the distinct undeclared values kept to be counted (never emitted)."""
 
-    def __init__(
-        self, backlog: Backlog, key: str, column: str | None, declared: tuple[str, ...] | None, catch_all: str | None
-    ) -> None:
+    def __init__(self, backlog: Backlog, key: str, closed: ClosedColumn | None) -> None:
         self.backlog = backlog
-        self.key = key  # the statement's column: grp, st
-        self.column = column
-        self.declared = frozenset(declared or ())
-        self.catch_all = catch_all
+        self.key = key  # the statement's column: grp, grp_1..., st
+        self.column = None if closed is None else closed.column
+        self.declared = frozenset(() if closed is None else closed.values)
+        self.catch_all = None if closed is None else closed.catch_all
         self.undeclared: set[str] = set()
 
     def label(self, row: asyncpg.Record) -> tuple[str, ...]:
@@ -196,19 +203,15 @@ class Counts:
         self.oldest: dict[tuple[str, ...], float] = {}
         self.states: dict[tuple[str, ...], int] = {}
         self.arrivals: dict[tuple[str, ...], int] = {}
-        self.groups = ValueSet(backlog, "grp", backlog.group_by, backlog.groups, backlog.group_catch_all)
-        states = backlog.states
-        self.state_set = ValueSet(
-            backlog,
-            "st",
-            None if states is None else states.column,
-            None if states is None else states.values,
-            None if states is None else states.catch_all,
-        )
+        self.groups = [
+            ValueSet(backlog, key, label) for key, label in zip(group_keys(backlog), backlog.grouping, strict=True)
+        ]
+        self.state_set = ValueSet(backlog, "st", backlog.states)
+        self.named = (backlog.name,) if backlog.output.named else ()
 
     def add(self, row: asyncpg.Record) -> None:
         backlog = self.backlog
-        group = (backlog.name, *self.groups.label(row))
+        group = (*self.named, *(label for values in self.groups for label in values.label(row)))
         if backlog.states is not None:
             state = group + self.state_set.label(row)
             self.states[state] = self.states.get(state, 0) + row["rows"]
@@ -229,16 +232,21 @@ class Counts:
                 self.oldest[group] = seconds
 
     def samples(self) -> list[Sample]:
+        output = self.backlog.output
         thresholds = self.backlog.arrivals.alert_above if self.backlog.arrivals is not None else ()
+        sets = [
+            *zip((label.label for label in self.backlog.grouping), self.groups, strict=True),
+            ("state", self.state_set),
+        ]
         return [
-            *(Sample(PENDING_ITEMS, labels, count) for labels, count in self.items.items()),
-            *(Sample(OLDEST_PENDING, labels, seconds) for labels, seconds in self.oldest.items()),
+            *(Sample(output.pending, labels, count) for labels, count in self.items.items()),
+            *(Sample(output.oldest, labels, seconds) for labels, seconds in self.oldest.items() if output.oldest),
             *(Sample(ITEMS, labels, count) for labels, count in self.states.items()),
             *(Sample(ARRIVALS, labels, count) for labels, count in self.arrivals.items()),
             *(Sample(ARRIVALS_THRESHOLD, (self.backlog.name, window), value) for window, value in thresholds),
             *(
                 Sample(UNDECLARED, (self.backlog.name, name), len(values.undeclared))
-                for name, values in (("group", self.groups), ("state", self.state_set))
+                for name, values in sets
                 if values.catch_all is not None
             ),
         ]

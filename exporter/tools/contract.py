@@ -3,9 +3,11 @@ as one YAML document: the tenant list, every built-in signal's tables,
 columns, status values, time columns and closed label values, the streams
 and, given a declarations file, what it declares (in the file's own format).
 
-The built-in signals' tables and columns are those their statements read
-(exporter/signals/*.py; a test holds the two, and the reference DDL, equal);
-their label values are the registry's."""
+The table signals' parts are their declarations in force (shipped,
+exporter/contract/tables.py, or replaced by the file's `signals:`), the
+others' those their statements read (exporter/contract/fixed.py; a test
+holds the two, and the reference DDL, equal); the label values are the
+registry's. The printed document, edited, is a declarations file."""
 
 from __future__ import annotations
 
@@ -13,20 +15,14 @@ from typing import Any
 
 import yaml
 
-from exporter.backlogs import Backlog, Declarations
+from exporter.backlogs import POSTGRESQL, Backlog, Declarations
 from exporter.conditions import Condition, Value
+from exporter.contract.fixed import fixed_signals, pairs
+from exporter.contract.tables import shipped_or_replaced
 from exporter.declared_streams import DeclaredStreams
 from exporter.sources.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import TenantList
 from registry import VERSION
-from registry.values import (
-    ARTIFACTS,
-    DEADLETTER_STREAMS,
-    ORIGIN_GROUPS,
-    PHASES,
-    STREAM_GROUPS,
-    UNDELIVERED_UNKNOWN_REASONS,
-)
 
 HEADER = f"""\
 # The data contract orpycamcp-exporter {VERSION} reads (orpycamcp-exporter contract).
@@ -36,7 +32,6 @@ HEADER = f"""\
 # as a time in `timezone`. Label values are closed: anything else leaves the
 # signal unmeasured (unregistered_value). See docs/adapting.md.
 """
-UTC = "UTC"
 
 
 def _condition(condition: Condition) -> Value | list[Value] | dict[str, list[Value]]:
@@ -59,57 +54,35 @@ def tenants_part(tenants: TenantList) -> dict[str, Any]:
     }
 
 
-def _pairs(pairs: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
-    by_stream: dict[str, list[str]] = {}
-    for stream, group in pairs:
-        by_stream.setdefault(stream, []).append(group)
-    return by_stream
+def table_signal_part(table: Backlog) -> dict[str, Any]:
+    """A built-in table signal's declaration, as `signals.<name>` of a declarations file writes it:
+    its one label as group_by and groups, or each label's column and values under `labels`."""
+    part: dict[str, Any] = {
+        "source": POSTGRESQL,
+        "scope": table.scope.value,
+        "table": ".".join(table.table),
+        "pending": _conditions(table.pending),
+    }
+    grouping = table.grouping
+    if len(grouping) == 1:
+        part["group_by"] = grouping[0].column
+        part["groups"] = list(grouping[0].values)
+    else:
+        part["labels"] = {label.label: {"column": label.column, "values": list(label.values)} for label in grouping}
+    if table.oldest is not None:
+        part["oldest"] = table.oldest
+        part["timezone"] = table.timezone
+    return part
 
 
-def builtin_signals() -> dict[str, Any]:
-    """What the four built-in signals read, and the closed values of their labels."""
+def builtin_signals(tables: tuple[Backlog, ...] = ()) -> dict[str, Any]:
+    """What the four built-in signals read, and the closed values of their labels;
+    `tables`: the table signals' declarations a file replaces."""
+    fixed = fixed_signals()
     return {
-        "dlq": {
-            "source": "postgresql",
-            "scope": "tenant",
-            "table": "evento_dead_letter",
-            "pending": {"status": "pending"},
-            "group_by": "origin_group",
-            "groups": list(ORIGIN_GROUPS),
-            "oldest": "created_at",
-            "timezone": UTC,
-        },
-        "preservation": {
-            "source": "postgresql",
-            "scope": "tenant",
-            "table": "preservation_retry",
-            "pending": {"status": "exhausted"},
-            "labels": {
-                "artifact": {"column": "artifact", "values": list(ARTIFACTS)},
-                "phase": {"column": "phase", "values": list(PHASES)},
-            },
-        },
-        "audit_chain": {
-            "source": "postgresql",
-            "scope": "global",
-            "table": "public.audit_chain_runs",
-            "complete": {"scope": "complete"},
-            "latest": ["finished_at", "id"],
-            "columns": {
-                "breaks": "breaks",
-                "declared_breaks": "declared_breaks",
-                "verification_ok": "verification_ok",
-                "finished_at": "finished_at",
-            },
-            "timezone": UTC,
-        },
-        "streams": {
-            "source": "redis",
-            "consumer_groups": _pairs(STREAM_GROUPS),
-            "dead_letter_streams": list(DEADLETTER_STREAMS),
-            # Why a group's undelivered count may be withheld (orpycamcp_stream_undelivered_unknown_groups).
-            "undelivered_unknown_reasons": list(UNDELIVERED_UNKNOWN_REASONS),
-        },
+        **{table.name: table_signal_part(table) for table in shipped_or_replaced(tables)},
+        "audit_chain": fixed["audit_chain"],
+        "streams": fixed["streams"],
     }
 
 
@@ -150,13 +123,13 @@ def streams_part(streams: DeclaredStreams) -> dict[str, Any]:
     """The declared streams, as the declarations file writes them."""
     part: dict[str, Any] = {}
     if streams.consumer_groups:
-        part["consumer_groups"] = _pairs(streams.consumer_groups)
+        part["consumer_groups"] = pairs(streams.consumer_groups)
     if streams.dead_letter_streams:
         part["dead_letter_streams"] = list(streams.dead_letter_streams)
     if streams.signals:
         part["signals"] = {
             signal.name: {
-                **({"consumer_groups": _pairs(signal.groups)} if signal.groups else {}),
+                **({"consumer_groups": pairs(signal.groups)} if signal.groups else {}),
                 **({"dead_letter_streams": list(signal.deadletter_streams)} if signal.deadletter_streams else {}),
             }
             for signal in streams.signals
@@ -168,7 +141,7 @@ def contract_document(declarations: Declarations) -> dict[str, Any]:
     document: dict[str, Any] = {
         "version": VERSION,
         "tenants": tenants_part(declarations.tenants),
-        "signals": builtin_signals(),
+        "signals": builtin_signals(declarations.tables),
     }
     if declarations.backlogs:
         document["backlogs"] = {backlog.name: backlog_part(backlog) for backlog in declarations.backlogs}

@@ -243,7 +243,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     say = _escaped(say)
     timeouts = timeouts_of(settings)
-    catalog = catalog_of(settings.backlogs, settings.streams)
+    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
     sources = build_sources(settings)
     healthy = True
     path_failure: Failure | None = None

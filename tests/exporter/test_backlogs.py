@@ -99,7 +99,7 @@ OTHERS: list[tuple[str, str, str | None, str | None, str]] = [
     ("bad-name", replaced("  kyc:", "  Kyc-Queue:"), "Kyc-Queue", None, "[a-z]"),
     ("long-name", replaced("  kyc:", "  " + "k" * 41 + ":"), "k" * 41, None, "at most 40"),
     ("not-a-mapping", "backlogs:\n  kyc: [1, 2]\n", "kyc", None, "mapping"),
-    ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only backlogs, streams, tenants"),
+    ("top-level-key", GOOD + "extra: 1\n", None, "extra", "only version, tenants, signals, backlogs, streams"),
     ("no-backlogs", "backlogs: {}\n", None, "backlogs", "each backlog"),
 ]
 BAD = [(case, replaced(old, new), "kyc", key, problem) for case, old, new, key, problem in KYC_VARIANTS] + OTHERS

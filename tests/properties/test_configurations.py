@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.backlogs import NO_DECLARATIONS
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
@@ -48,11 +49,16 @@ from exporter.outcomes import Outcome
 from exporter.service import build_exporter, catalog_of
 from exporter.settings import Settings
 from exporter.signals.backlog import Counts
+from exporter.tools.contract import contract_document
 from tests.completion import complete
 from tests.hypotheses import examples
 
 ROOT = Path(__file__).resolve().parents[2]
-DECLARATIONS = yaml.safe_load((ROOT / "deploy" / "backlogs.example.yml").read_text(encoding="utf-8"))
+# The printed contract (its table signals' declarations replaceable) with the example's declarations.
+DECLARATIONS = {
+    **contract_document(NO_DECLARATIONS),
+    **yaml.safe_load((ROOT / "deploy" / "backlogs.example.yml").read_text(encoding="utf-8")),
+}
 HASH = bcrypt.hashpw(b"scrape-pass", bcrypt.gensalt(rounds=4)).decode()
 WEB = {
     "basic_auth_users": {"prometheus": HASH, "grafana": HASH},
@@ -219,12 +225,12 @@ def loaded(values: dict[str, str]) -> Settings | None:
 def served_page(settings: Settings) -> str:
     """The page serve would render once every signal is measured, every declared
     backlog with its zeros and thresholds (what serve renders on each refresh)."""
-    catalog = catalog_of(settings.backlogs, settings.streams)
+    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
     outcomes: dict[str, Outcome | None] = {
         backlog.name: Outcome(
             backlog.name, complete(backlog.name, Counts(backlog).samples(), catalog.registry), 0.001, 1.0
         )
-        for backlog in settings.backlogs
+        for backlog in settings.tables + settings.backlogs
     }
     page = render(assemble(list(outcomes), outcomes, outcomes, catalog.registry)).decode("utf-8")
     list(text_string_to_metric_families(page))
@@ -307,7 +313,7 @@ def test_a_declarations_file_loads_into_what_serve_renders_or_is_refused_in_one_
     settings = loaded_file(path, text, {**SOURCES, "backlogs_file": str(path)})
     if settings is not None:
         page = served_page(settings)
-        for backlog in settings.backlogs:
+        for backlog in settings.tables + settings.backlogs:
             assert f'signal="{backlog.name}"' in page
 
 

@@ -4,8 +4,9 @@ from datetime import timedelta
 
 import pytest
 
+from exporter.contract.tables import DLQ
 from exporter.errors import InvalidTenantSlug, SourceNotConfigured
-from exporter.signals import dlq
+from exporter.signals import backlog
 from exporter.sources import Sources
 from registry.values import ORIGIN_GROUPS
 from tests.exporter.signals.violations import violation
@@ -96,8 +97,8 @@ async def test_tenants_beyond_one_batch_are_all_counted_and_the_oldest_kept(
 @pytest.mark.parametrize(
     ("column", "value", "problem"),
     [
-        ("origin_group", None, "NULL in a pending event"),
-        ("created_at", None, "NULL in a pending event"),
+        ("origin_group", None, "NULL in a row read"),
+        ("created_at", None, "NULL in a pending row"),
         ("created_at", "'infinity'", "infinite timestamp"),
         ("created_at", "now() + interval '2 days'", "timestamp "),
     ],
@@ -116,7 +117,7 @@ async def test_a_pending_event_out_of_contract_names_its_column(
 
 async def test_without_a_database_dlq_names_itself_unconfigured() -> None:
     with pytest.raises(SourceNotConfigured) as raised:
-        await dlq.measure(Sources())
+        await backlog.measure(DLQ, Sources())
     assert raised.value.signal == "dlq"
 
 
@@ -126,7 +127,7 @@ async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_dlq(platform: P
     exporter = make_exporter(platform.exporter_url, signals="dlq")
     try:
         with pytest.raises(InvalidTenantSlug) as raised:
-            await dlq.measure(exporter.sources)
+            await backlog.measure(DLQ, exporter.sources)
     finally:
         await exporter.close()
     assert raised.value.signal == "dlq"

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from exporter.contract.tables import PRESERVATION
 from exporter.errors import ContractViolation, InvalidTenantSlug, SourceNotConfigured
-from exporter.signals import preservation
+from exporter.signals import backlog
 from exporter.sources import Sources
 from registry.values import ARTIFACTS, PHASES
 from tests.platform import Platform
@@ -78,19 +79,19 @@ async def test_an_exhausted_row_out_of_contract_names_its_columns(platform: Plat
     exporter = make_exporter(platform.exporter_url, signals="preservation")
     try:
         with pytest.raises(ContractViolation) as raised:
-            await preservation.measure(exporter.sources)
+            await backlog.measure(PRESERVATION, exporter.sources)
     finally:
         await exporter.close()
     assert (raised.value.signal, raised.value.where, raised.value.problem) == (
         "preservation",
-        "preservation_retry.artifact/phase",
-        "NULL in an exhausted row",
+        f"preservation_retry.{column}",
+        "NULL in a row read",
     )
 
 
 async def test_without_a_database_preservation_names_itself_unconfigured() -> None:
     with pytest.raises(SourceNotConfigured) as raised:
-        await preservation.measure(Sources())
+        await backlog.measure(PRESERVATION, Sources())
     assert raised.value.signal == "preservation"
 
 
@@ -99,7 +100,7 @@ async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_preservation(pl
     exporter = make_exporter(platform.exporter_url, signals="preservation")
     try:
         with pytest.raises(InvalidTenantSlug) as raised:
-            await preservation.measure(exporter.sources)
+            await backlog.measure(PRESERVATION, exporter.sources)
     finally:
         await exporter.close()
     assert raised.value.signal == "preservation"

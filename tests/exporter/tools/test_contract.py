@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from exporter.backlogs import NO_DECLARATIONS, load_declarations
+from exporter.contract.tables import DLQ, PRESERVATION
 from exporter.service import catalog_of
-from exporter.signals import audit_chain, dlq, preservation
+from exporter.signals import audit_chain, backlog
 from exporter.tools.contract import contract_document
 from registry import BUILTIN, META, Registry
 from tests.commands import refused_in_one_line, run_exporter
@@ -103,16 +104,22 @@ def test_a_bad_declarations_file_is_refused_in_one_line(tmp_path: Path) -> None:
 
 def test_the_statements_read_what_the_contract_names() -> None:
     signals = contract_document(NO_DECLARATIONS)["signals"]
-    statements = {
-        "dlq": dlq.batch_sql(['"tenant_x"']),
-        "preservation": preservation.batch_sql(['"tenant_x"']),
-        "audit_chain": audit_chain.LATEST_COMPLETE_RUN_SQL,
+    tables = {
+        name: backlog.predicate(declaration) for name, declaration in (("dlq", DLQ), ("preservation", PRESERVATION))
     }
-    for name, sql in statements.items():
+    statements = {
+        **{
+            name: (backlog.batch_sql(declaration, tables[name].sql, ['"tenant_x"']), tables[name].args)
+            for name, declaration in (("dlq", DLQ), ("preservation", PRESERVATION))
+        },
+        "audit_chain": (audit_chain.LATEST_COMPLETE_RUN_SQL, ()),
+    }
+    for name, (sql, args) in statements.items():
         signal = signals[name]
         assert signal["table"] in sql, name
         for column, value in {**signal.get("pending", {}), **signal.get("complete", {})}.items():
-            assert f"{column} = '{value}'" in sql, (name, column)
+            # The table signals bind their status words; audit_chain writes its own.
+            assert (f'"{column}" = $1' in sql and args == (value,)) or f"{column} = '{value}'" in sql, (name, column)
         columns = [
             signal.get("group_by"),
             signal.get("oldest"),

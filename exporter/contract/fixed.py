@@ -1,0 +1,46 @@
+"""The parts of the printed contract a declarations file may repeat but not
+change yet: the audit_chain signal's table and columns and the streams
+signal's built-in pairs (`contract` prints them; a file holding the printed
+document states them as they are, and any other value is refused)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.zones import UTC
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
+
+
+def pairs(groups: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
+    """(stream, group) pairs as the contract writes them: each stream's groups."""
+    by_stream: dict[str, list[str]] = {}
+    for stream, group in groups:
+        by_stream.setdefault(stream, []).append(group)
+    return by_stream
+
+
+def fixed_signals() -> dict[str, dict[str, Any]]:
+    """audit_chain's and streams' parts of the contract, as printed."""
+    return {
+        "audit_chain": {
+            "source": "postgresql",
+            "scope": "global",
+            "table": "public.audit_chain_runs",
+            "complete": {"scope": "complete"},
+            "latest": ["finished_at", "id"],
+            "columns": {
+                "breaks": "breaks",
+                "declared_breaks": "declared_breaks",
+                "verification_ok": "verification_ok",
+                "finished_at": "finished_at",
+            },
+            "timezone": UTC,
+        },
+        "streams": {
+            "source": "redis",
+            "consumer_groups": pairs(STREAM_GROUPS),
+            "dead_letter_streams": list(DEADLETTER_STREAMS),
+            # Why a group's undelivered count may be withheld (orpycamcp_stream_undelivered_unknown_groups).
+            "undelivered_unknown_reasons": list(UNDELIVERED_UNKNOWN_REASONS),
+        },
+    }

@@ -1,0 +1,98 @@
+"""The printed contract as a declarations file: given back unchanged it
+declares the shipped table signals again (the same registry, the same
+document); edited, its `signals.dlq` and `signals.preservation` replace the
+built-in declarations; and whatever it may not change (family and label
+names, audit_chain, the built-in streams) is refused by check-config and
+serve alike, in one line naming the key, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exporter.backlogs import NO_DECLARATIONS, Declarations, parse_declarations
+from exporter.contract.tables import DLQ, PRESERVATION
+from exporter.tools.contract import contract_document, contract_yaml
+from registry import BUILTIN
+from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
+from tests.commands import refused_in_one_line, run_exporter
+
+SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
+DB = "postgresql://exporter@db.invalid/platform"
+PRINTED = contract_yaml(NO_DECLARATIONS)
+PRESERVATION_TABLE = "    table: preservation_retry\n"
+DLQ_TABLE = "    table: evento_dead_letter\n"
+DLQ_ZONE = "    timezone: UTC\n  preservation:\n"  # dlq's, printed just before preservation
+
+
+def edited(old: str, new: str) -> str:
+    assert PRINTED.count(old) == 1, old
+    return PRINTED.replace(old, new)
+
+
+def test_the_printed_contract_given_back_declares_the_shipped_one() -> None:
+    declared = parse_declarations(PRINTED, SETTING)
+    assert declared.tables == (DLQ, PRESERVATION)
+    assert declared.backlogs == ()
+    assert not declared.streams
+    assert declared.registry().families == BUILTIN.families
+    assert contract_document(declared) == contract_document(NO_DECLARATIONS)
+
+
+def test_a_replaced_value_set_is_the_families_whole_value_set() -> None:
+    text = edited("    - knowledge-service\n", "    - billing\n")
+    text = text.replace("        - audit_anchor\n", "")
+    declared = parse_declarations(text, SETTING)
+    registry = declared.registry()
+    groups = ("signature-service", "workflow-service", "notification-service", "billing")
+    for family in (DLQ_PENDING, DLQ_OLDEST):
+        replaced = registry.family(family.name, "dlq")
+        assert replaced is not None
+        assert replaced.combinations == tuple((group,) for group in groups)
+        assert (replaced.labels, replaced.help) == (family.labels, family.help)
+    preservation = registry.family(PRESERVATION_EXHAUSTED.name, "preservation")
+    assert preservation is not None
+    assert len(preservation.combinations) == 6 * 7
+    assert ("audit_anchor", "sealing") not in preservation.combinations
+    # Printed again, the document states what the file declares.
+    assert contract_document(declared)["signals"]["dlq"]["groups"] == list(groups)
+    assert contract_document(Declarations(tables=declared.tables)) == contract_document(declared)
+
+
+def test_check_config_says_what_it_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "contract.yml"
+    path.write_text(edited("      status: exhausted\n", "      status: agotado\n"))
+    done = run_exporter("check-config", "--database.url", DB, "--backlogs.config-file", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "built-in declarations replaced: dlq, preservation" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("      artifact:\n", "      artefact:\n", "signals.preservation.labels"),
+        ("    group_by: origin_group\n", "    group_by: origin group\n", "signals.dlq.group_by"),
+        ("    - knowledge-service\n", "    - signature-service\n", "signals.dlq.groups"),
+        (DLQ_TABLE, "", "signals.dlq.table"),
+        ("      status: exhausted\n", "      status: [yes]\n", "signals.preservation.pending.status"),
+        (PRESERVATION_TABLE, PRESERVATION_TABLE + "    oldest: created_at\n", "signals.preservation.oldest"),
+        (DLQ_ZONE, DLQ_ZONE.replace("UTC", "Europe/Atlantis"), "signals.dlq.timezone"),
+        ("    source: redis\n", "    source: kafka\n", "signals.streams"),
+        ("      breaks: breaks\n", "      breaks: n_breaks\n", "signals.audit_chain"),
+        ("  schema: tenant_<slug>\n", "  schema: <slug>\n", "tenants.schema"),
+        ("  dlq:\n", "  dead_letters:\n", "signals.dead_letters"),
+        (DLQ_TABLE, "    help: x\n" + DLQ_TABLE, "signals.dlq.help"),
+    ],
+)
+def test_a_file_that_changes_what_is_fixed_is_refused_naming_the_key(
+    tmp_path: Path, old: str, new: str, key: str
+) -> None:
+    path = tmp_path / "contract.yml"
+    path.write_text(edited(old, new))
+    lines = {
+        command: refused_in_one_line(command, "--database.url", DB, "--backlogs.config-file", str(path))
+        for command in ("check-config", "serve")
+    }
+    assert lines["check-config"] == lines["serve"]
+    assert f"key {key!r}" in lines["serve"], lines["serve"]
