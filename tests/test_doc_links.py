@@ -24,7 +24,6 @@ PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 OTHER_TOOLS_FLAGS = {
     "--build": "docker compose up",
     "--loadscope-reorder": "pytest-xdist",
-    "--no-loadscope-reorder": "pytest-xdist",
     "--web.enable-remote-write-receiver": "prometheus (the central server of an HA pair)",
     "--cluster": "redis-cli --cluster check",
     "--build-arg": "docker build",
