@@ -33,8 +33,19 @@ local lib = import 'lib.libsonnet';
     std.objectFields(families),
     expr
   ),
-  local up = 'up' + lib.selector(c),
+  // `up` only while its sample is fresh (lib.fresh): a federated target that is
+  // gone is not down, it is not scraped (OrpycamcpDatabaseVanished).
+  local rawUp = 'up' + lib.selector(c),
+  local up = lib.fresh(c, rawUp),
   local reclaim = lib.reclaim(c),
+  // The databases known and not measured now, for a signal given by %q.
+  local notMeasuredQuery = 'group by (%(id)s, %(cl)s) (%(latest)s) and on (%(id)s) (group by (%(id)s) %(known)s unless on (%(id)s) %(measured)s)' % {
+    id: id,
+    cl: cl,
+    latest: lib.latestIdentity + lib.selector(c),
+    known: $.databasesKnown,
+    measured: $.measuredDatabases('signal=%q'),
+  },
   assert lib.seconds(c.streamPendingAge) > reclaim.deadLetterMax
          : 'streamPendingAge must exceed the dead-letter window (maxDeliveries x (reclaimMinIdle + reclaimInterval))',
   local trimAge = lib.seconds(c.deadletterTrimHorizon) + 2 * lib.seconds(c.deadletterTrimInterval),
@@ -99,7 +110,9 @@ local lib = import 'lib.libsonnet';
         rules: [
           alert(
             'OrpycamcpExporterAbsent', 'critical', 'exporter_down',
-            'absent(%s)' % up,
+            // No `up` at all, or only samples past their bound (a federated
+            // regional server stopped): with the selector's fixed labels.
+            'absent(%(raw)s) or (group by (%(k)s) (%(raw)s) unless on (%(k)s) %(up)s)' % { raw: rawUp, k: k, up: up },
             'No orpycamcp-exporter target is being scraped.',
             'Prometheus has no `up` series for job {{ $labels.job }}: the exporter is not discovered or not configured, so no orpycamcp signal is monitored.',
             forDuration=c.exporterAbsentFor,
@@ -126,8 +139,8 @@ local lib = import 'lib.libsonnet';
             'OrpycamcpExporterNoSignals', 'critical', 'no_signals',
             perTarget(|||
               %s == 1
-              unless ignoring (signal) orpycamcp_signal_measured%s
-            ||| % [up, lib.selector(c)]),
+              unless ignoring (signal) %s
+            ||| % [up, lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c))]),
             'An orpycamcp-exporter target is up but exposes no signal.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s is scraped but has exposed no orpycamcp_signal_measured series for %s.' % [commaCluster, lib.words(c.exporterNoSignalsFor)],
             forDuration=c.exporterNoSignalsFor,
@@ -207,14 +220,10 @@ local lib = import 'lib.libsonnet';
                 '{{ with printf `%s` | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:clusters:count' + rec),
                 '{{ with printf `%s` $labels.signal | query }}{{ (index . 0).Value }}{{ else }}0{{ end }}' % q('orpycamcp:signal_measured_clusters:count' + lib.recorded(c, ['signal=%q'])),
               ],
-              'Not measured now: {{ range $i, $d := printf `%s` $labels.signal | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ with $d.Labels.%s }} (%s {{ . }}){{ end }}{{ else }}none{{ end }}.' % [
-                q('group by (%(id)s, %(cl)s) (%(latest)s) and on (%(id)s) (group by (%(id)s) %(known)s unless on (%(id)s) %(measured)s)' % {
-                  id: id,
-                  cl: cl,
-                  latest: lib.latestIdentity + lib.selector(c),
-                  known: $.databasesKnown,
-                  measured: $.measuredDatabases('signal=%q'),
-                }),
+              'Not measured now: {{ range $i, $d := printf `%s`%s | query | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $d.Labels.%s }}{{ with $d.Labels.%s }} (%s {{ . }}){{ end }}{{ else }}none{{ end }}.' % [
+                q(notMeasuredQuery),
+                // The signal for each %q of the query (its selector is read twice: lib.fresh).
+                std.repeat(' $labels.signal', std.length(std.findSubstr('%q', notMeasuredQuery))),
                 id,
                 id,
                 cl,
@@ -258,9 +267,9 @@ local lib = import 'lib.libsonnet';
           alert(
             'OrpycamcpDatabaseIdentityUnreadable', 'warning', 'database',
             perTarget(|||
-              orpycamcp_database_identity_failure_info%(sel)s == 1
+              %(failure)s == 1
                 unless ignoring (reason) %(unidentified)s
-            ||| % { sel: lib.selector(c), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') }),
+            ||| % { failure: lib.fresh(c, 'orpycamcp_database_identity_failure_info' + lib.selector(c)), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') }),
             'An exporter replica cannot read which database it measures; its values count in no platform total.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [commaCluster, lib.words(c.databaseUnidentifiedFor)],
             forDuration=c.databaseUnidentifiedFor,

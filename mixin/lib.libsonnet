@@ -124,7 +124,7 @@
 
   // `family` per target, labelled with its target's last reported database
   // identity; a target that never reported one keeps its series without it.
-  withIdentity(config, family, labels=[]):: $.seriesWithIdentity(config, family + $.selector(config), labels),
+  withIdentity(config, family, labels=[]):: $.seriesWithIdentity(config, $.fresh(config, family + $.selector(config)), labels),
   seriesWithIdentity(config, series, labels=[])::
     local ignoring = $.list(labels + [$.identityLabel]);
     '(%(f)s * ignoring (%(i)s) group_left (%(id)s) %(latest)s or %(f)s unless ignoring (%(i)s) %(latest)s)' % {
@@ -155,9 +155,15 @@
   // How old a sample may be and still count (its own timestamp): a few scrape intervals.
   sampleMaxAge(config):: config.samplesFreshScrapes * $.seconds(config.scrapeInterval),
 
+  // `series` (a selector) without its samples older than sampleMaxAge by their
+  // own timestamp: the last samples of a dead HA server, and federated samples
+  // of a target (or a whole regional server) that is gone, carry no staleness
+  // marker; they count as absent, as a failed scrape does.
+  fresh(config, series)::
+    '(%(s)s unless timestamp(%(s)s) < time() - %(sample)d)' % { s: series, sample: $.sampleMaxAge(config) },
+
   // `series` (a data time selector) without the copies whose data is older than
-  // dataMaxAge or whose sample is older than sampleMaxAge (a lingering sample
-  // of a dead HA server or of a federated target that is gone).
+  // dataMaxAge or whose sample is older than sampleMaxAge.
   currentData(config, series)::
     '(%(s)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
       s: series,
@@ -203,10 +209,9 @@
   // One value per Redis bus out of every target of the deployment: every
   // exporter reads the same streams, so the max, grouped by the deployment and
   // the family's labels (never by cluster or database).
-  busMerge(config, family, labels=[]):: 'max by (%s) (%s%s)' % [
+  busMerge(config, family, labels=[]):: 'max by (%s) %s' % [
     $.list($.keyLabels(config) + labels),
-    family,
-    $.selector(config),
+    $.fresh(config, family + $.selector(config)),
   ],
 
   runbookUrl(config, alert):: config.runbookUrlPattern % std.asciiLower(alert),

@@ -19,8 +19,13 @@ local lib = import 'lib.libsonnet';
   local cl = c.clusterLabel,
   local sel = lib.selector(c),
   local rec = lib.recorded(c),
-  local up = 'up' + sel,
-  local info = 'orpycamcp_database_identity_info' + sel,
+  // The inputs the rules count a target by, each only while its own sample is
+  // fresh (lib.fresh): federated samples of a target or a regional server that
+  // is gone, and a dead HA server's last remote-written samples, count as
+  // absent, as a failed scrape does.
+  local up = lib.fresh(c, 'up' + sel),
+  local rawInfo = 'orpycamcp_database_identity_info' + sel,
+  local info = lib.fresh(c, rawInfo),
   local latest = lib.latestIdentity + sel,
   local retiredPattern = std.join('|', c.retiredDatabases),
   local isIdentity(text) = std.length(text) > 2 && std.length(std.findSubstr('/', text)) == 1
@@ -40,9 +45,9 @@ local lib = import 'lib.libsonnet';
   // A copy whose data is older than dataMaxAge, or whose data time sample is
   // older than lib.sampleMaxAge (left by a server gone), did not measure it now.
   local measuredNow(signalMatcher, extra=[]) =
-    'group by (%(by)s) ((orpycamcp_signal_measured%(sel)s == 1 unless %(old)s unless timestamp(%(dated)s) < time() - %(sample)d) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
+    'group by (%(by)s) ((%(measured)s == 1 unless %(old)s unless timestamp(%(dated)s) < time() - %(sample)d) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
       by: lib.list(keys + [id] + extra),
-      sel: lib.selector(c, [signalMatcher]),
+      measured: lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c, [signalMatcher])),
       old: '%s%s < time() - %d' % [lib.dataTime, sel, lib.seconds(c.dataMaxAge)],
       dated: lib.dataTime + sel,
       sample: lib.sampleMaxAge(c),
@@ -55,11 +60,11 @@ local lib = import 'lib.libsonnet';
   // replica that never started beside identified ones is no unknown database).
   local unidentified = |||
     (
-      group without (signal) (orpycamcp_signal_measured%(notStreams)s)
+      group without (signal) %(measured)s
         unless ignoring (%(id)s) %(latest)s
       or (%(up)s == 0) unless ignoring (%(id)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
     )
-  ||| % { notStreams: lib.selector(c, ['signal!~"%s"' % lib.busSignals]), id: id, latest: latest, up: up, k: k, cl: cl },
+  ||| % { measured: lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c, ['signal!~"%s"' % lib.busSignals])), id: id, latest: latest, up: up, k: k, cl: cl },
   // Database identities of the targets still scraped (up or down), with their cluster label.
   local scrapedDatabases = 'group by (%s, %s, %s) (%s and ignoring (%s) %s)' % [k, cl, id, latest, id, up],
   // One cluster label value over several databases: which is which is ambiguous.
@@ -178,7 +183,7 @@ local lib = import 'lib.libsonnet';
           // identity now, still belongs to the database it last reported.
           {
             record: 'orpycamcp:database_identity:last_seen_timestamp_seconds',
-            expr: 'timestamp(%s)' % info,
+            expr: 'timestamp(%s) >= time() - %d' % [rawInfo, lib.sampleMaxAge(c)],
           },
           {
             record: lib.latestIdentity,

@@ -1,0 +1,340 @@
+"""End to end, federation: two regional Prometheus servers (east: database A;
+west: databases B and C) scraping one exporter per database, federated into a
+global Prometheus (`honor_labels: true`) that evaluates the shipped rules
+(shortened, rendered with the interval samples reach it at). Federated samples
+keep their timestamps and are never marked stale: the rules count each input
+only while its own sample is fresh.
+
+In order: steady state; C removed from west's discovery (its dead letters then
+resolved), then retired; west stopped (B's dead letters then resolved), then a
+new west started; A's exporter SIGKILLed (A's dead letters then resolved).
+Every global evaluation is compared with the SQL truth of its moment (both the
+old and the new count while a change is being made); an evaluation without a
+total is absent, never wrong. Each change is made only once the total is
+absent, so a total kept from a gone target would show the old, now wrong count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devkit.mixin import evaluate, rules_yaml
+from devkit.process import RunningProcess, exporter_process
+from devkit.servers import PostgresServer
+from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.stack import prometheus_server, query, reload_prometheus, wait_for
+from tests.e2e.test_ha_remote_write import TOTAL, folder, raw_samples, rule_group_durations, total_now
+from tests.platform import Platform, create_platform
+
+pytestmark = pytest.mark.timeout(900)
+
+JOB = "orpycamcp-exporter"
+EVALUATIONS = f'orpycamcp:clusters:count{{job="{JOB}"}}'
+# Regional scrape 1 s + federation 1 s: samples count while at most 3 x 2 s old.
+SAMPLES_EVERY = "2s"
+SEEDED = {"a": 5, "b": 3, "c": 7}
+REGIONS = {"east": ("a",), "west": ("b", "c")}
+
+
+def regional_config(targets: dict[str, int]) -> dict[str, Any]:
+    """A regional server scraping its databases' exporters every second, no rules."""
+    return {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+        "scrape_configs": [
+            {
+                "job_name": JOB,
+                "static_configs": [
+                    {"targets": [f"127.0.0.1:{port}"], "labels": {"orpycamcp_cluster": name}}
+                    for name, port in targets.items()
+                ],
+            }
+        ],
+    }
+
+
+def global_config(regionals: list[RunningProcess], rules: Path) -> dict[str, Any]:
+    """The global server: federates the exporter's raw series (with `up`) from every regional one."""
+    return {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
+            {
+                "job_name": "federate",
+                "honor_labels": True,
+                "metrics_path": "/federate",
+                "params": {"match[]": [f'{{job="{JOB}"}}']},
+                "static_configs": [{"targets": [f"127.0.0.1:{regional.port}" for regional in regionals]}],
+            }
+        ],
+    }
+
+
+def render_rules(destination: Path, retired: list[str]) -> Path:
+    """The shipped rules rendered for federation (and these retired databases), then shortened."""
+    rendered = destination.with_suffix(".full.yml")
+    rendered.write_text(rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired})))
+    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=rendered)
+
+
+async def seeded(pg_server: PostgresServer, pending: int) -> Platform:
+    platform = await create_platform(pg_server)
+    await platform.add_tenant("acme")
+    created = datetime.now(UTC) - timedelta(hours=1)
+    for number in range(pending):
+        await platform.add_dead_letter("acme", f"e{number}", "signature-service", "pending", created)
+    return platform
+
+
+async def sql_pending(platform: Platform) -> int:
+    rows = await platform.fetch(
+        "SELECT count(*) AS n FROM tenant_acme.evento_dead_letter"
+        " WHERE status = 'pending' AND origin_group = 'signature-service'"
+    )
+    return int(rows[0]["n"])
+
+
+async def resolve(platform: Platform, count: int) -> None:
+    """Resolve `count` of the pending dead letters."""
+    await platform.execute(
+        "UPDATE tenant_acme.evento_dead_letter SET status = 'resolved' WHERE event_id IN"
+        " (SELECT event_id FROM tenant_acme.evento_dead_letter WHERE status = 'pending' ORDER BY event_id"
+        f" LIMIT {count})"
+    )
+
+
+@dataclass
+class Truth:
+    """The platform's count over time, read from SQL: (began, settled, value) per change."""
+
+    changes: list[tuple[float, float, int]] = field(default_factory=list)
+
+    def right(self, at: float) -> set[float]:
+        ends = [settled for _, settled, _ in self.changes]
+        index = bisect.bisect_right(ends, at) - 1
+        values = {float(self.changes[index][2])} if index >= 0 else set()
+        following = index + 1
+        if following < len(self.changes) and self.changes[following][0] <= at:
+            values.add(float(self.changes[following][2]))
+        return values
+
+
+@dataclass
+class Phase:
+    name: str
+    began: float
+    exact: int = 0
+    absent: int = 0
+    wrong: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Federation:
+    platforms: dict[str, Platform]
+    exporters: dict[str, RunningProcess]
+    regionals: dict[str, RunningProcess]
+    glob: RunningProcess
+    folder: Path
+    rules: Path
+    stack: ExitStack
+    retired: list[str] = field(default_factory=list)
+    members: set[str] = field(default_factory=lambda: set(SEEDED))
+    truth: Truth = field(default_factory=Truth)
+    phases: list[Phase] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+
+    def read_truth(self, began: float) -> None:
+        counts = [asyncio.run(sql_pending(self.platforms[name])) for name in sorted(self.members)]
+        self.truth.changes.append((began, time.time(), sum(counts)))
+
+    def phase(self, name: str) -> None:
+        self.phases.append(Phase(name, time.time()))
+
+    def reload_global(self) -> None:
+        document = global_config(list(self.regionals.values()), self.rules)
+        reload_prometheus(self.glob, document, self.folder / "global")
+
+    def total(self) -> float | None:
+        return total_now(self.glob)
+
+    def firing(self, alertname: str, **labels: str) -> list[dict[str, Any]]:
+        matchers = "".join(f', {name}="{value}"' for name, value in labels.items())
+        return query(self.glob, f'ALERTS{{alertname="{alertname}", alertstate="firing"{matchers}}}')
+
+    def identity(self, name: str) -> str:
+        series = query(self.glob, f'orpycamcp_database_identity_info{{orpycamcp_cluster="{name}"}}')
+        return str(series[0]["metric"]["database_identity"])
+
+
+@contextmanager
+def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation]:
+    platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
+    with ExitStack() as stack:
+        exporters = {
+            name: stack.enter_context(
+                exporter_process(
+                    ["--database.url", platform.exporter_url, "--ttl", "1", "--deadline", "0.8"],
+                    folder(tmp_path, f"exporter-{name}"),
+                )
+            )
+            for name, platform in platforms.items()
+        }
+        regionals = {
+            region: stack.enter_context(
+                prometheus_server(
+                    regional_config({name: exporters[name].port for name in names}),
+                    folder(tmp_path, region),
+                    "--web.enable-lifecycle",
+                )
+            )
+            for region, names in REGIONS.items()
+        }
+        rules = render_rules(tmp_path / "rules.yml", [])
+        glob = stack.enter_context(
+            prometheus_server(
+                global_config(list(regionals.values()), rules), folder(tmp_path, "global"), "--web.enable-lifecycle"
+            )
+        )
+        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack)
+
+
+def judge(run: Federation) -> list[Phase]:
+    """Every global evaluation since the start, against the SQL truth of its moment, per phase."""
+    evaluations = sorted(raw_samples(run.glob, EVALUATIONS, run.started))
+    totals = raw_samples(run.glob, TOTAL, run.started)
+    starts = [phase.began for phase in run.phases]
+    first_total = min(totals) if totals else float("inf")
+    for at in evaluations:
+        if at < first_total:
+            continue  # the rules' warm-up: no total yet
+        phase = run.phases[max(bisect.bisect_right(starts, at) - 1, 0)]
+        value = totals.get(at)
+        if value is None:
+            phase.absent += 1
+        elif value in run.truth.right(at):
+            phase.exact += 1
+        else:
+            phase.wrong.append(f"{at - run.started:.1f} s: {value:g} (right: {sorted(run.truth.right(at))})")
+    return run.phases
+
+
+def fired(run: Federation) -> list[str]:
+    """Each alert's firing spans (seconds since the start), read back from the global server's ALERTS."""
+    spans: list[str] = []
+    window = int(time.time() - run.started) + 2
+    for series in query(run.glob, f'ALERTS{{alertstate="firing"}}[{window}s]'):
+        labels = series["metric"]
+        times = [float(at) - run.started for at, _ in series["values"]]
+        subject = labels.get("orpycamcp_cluster") or labels.get("signal") or labels.get("database_identity", "")
+        spans.append(f"{labels['alertname']}({subject}) {times[0]:.0f}-{times[-1]:.0f} s")
+    return sorted(spans, key=lambda text: float(text.split(") ")[1].split("-")[0]))
+
+
+def evaluations_after(run: Federation, since: float) -> Callable[[], int]:
+    return lambda: len(raw_samples(run.glob, EVALUATIONS, since))
+
+
+def test_federated_totals_follow_every_target_and_region_that_is_gone(
+    pg_server: PostgresServer, tmp_path: Path
+) -> None:
+    with federation(pg_server, tmp_path) as run:
+        # 1. Steady: the total is the sum over the three databases.
+        run.read_truth(run.started)
+        run.phase("steady")
+        wait_for(lambda: run.total() == sum(SEEDED.values()), 120, lambda: (run.total(), run.glob.log()[-2000:]))
+        steady = time.time()
+        wait_for(lambda: evaluations_after(run, steady)() >= 15, 60, evaluations_after(run, steady))
+        c_identity = run.identity("c")
+
+        # 2. C removed from west's discovery: the total goes, OrpycamcpDatabaseVanished names C.
+        run.phase("C removed from discovery")
+        reload_prometheus(run.regionals["west"], regional_config({"b": run.exporters["b"].port}), tmp_path / "west")
+        wait_for(lambda: run.total() is None, 60, run.total)
+        wait_for(lambda: run.firing("OrpycamcpDatabaseVanished", database_identity=c_identity), 60, run.total)
+        began = time.time()
+        asyncio.run(resolve(run.platforms["c"], 2))
+        run.read_truth(began)
+
+        # 3. C retired: the total over A and B, Vanished resolved.
+        began = time.time()
+        run.phase("C retired")
+        run.retired.append(c_identity)
+        run.members.discard("c")
+        render_rules(run.rules, run.retired)
+        run.reload_global()
+        run.read_truth(began)
+        right = SEEDED["a"] + SEEDED["b"]
+        wait_for(lambda: run.total() == right, 60, run.total)
+        wait_for(lambda: not run.firing("OrpycamcpDatabaseVanished"), 60, run.total)
+
+        # 4. West stopped: the total goes, B vanishes with its region.
+        b_identity = run.identity("b")
+        run.phase("west stopped")
+        run.regionals["west"].process.terminate()
+        run.regionals["west"].process.wait()
+        wait_for(lambda: run.total() is None, 60, run.total)
+        wait_for(lambda: run.firing("OrpycamcpDatabaseVanished", database_identity=b_identity), 60, run.total)
+        began = time.time()
+        asyncio.run(resolve(run.platforms["b"], 1))
+        run.read_truth(began)
+        stopped = time.time()
+        wait_for(lambda: evaluations_after(run, stopped)() >= 10, 60, evaluations_after(run, stopped))
+
+        # 5. A new west: the total over A and B's new count.
+        run.phase("west restarted")
+        run.regionals["west"] = run.stack.enter_context(
+            prometheus_server(
+                regional_config({"b": run.exporters["b"].port}), folder(tmp_path, "west-2"), "--web.enable-lifecycle"
+            )
+        )
+        run.reload_global()
+        right = SEEDED["a"] + SEEDED["b"] - 1
+        wait_for(lambda: run.total() == right, 60, run.total)
+        run.phase("west back")
+        back = time.time()
+        wait_for(lambda: evaluations_after(run, back)() >= 10, 60, evaluations_after(run, back))
+
+        # 6. A's exporter SIGKILLed: the total goes, OrpycamcpExporterDown for east.
+        run.phase("exporter A killed")
+        run.exporters["a"].process.kill()
+        run.exporters["a"].process.wait()
+        wait_for(lambda: run.total() is None, 60, run.total)
+        wait_for(lambda: run.firing("OrpycamcpExporterDown", orpycamcp_cluster="a"), 60, run.total)
+        began = time.time()
+        asyncio.run(resolve(run.platforms["a"], 2))
+        run.read_truth(began)
+        killed = time.time()
+        wait_for(lambda: evaluations_after(run, killed)() >= 10, 60, evaluations_after(run, killed))
+
+        phases = judge(run)
+        alerts = fired(run)
+        print(f"\nglobal evaluations since the start, per phase (truth read from SQL at {len(run.truth.changes)} changes):")
+        for phase in phases:
+            print(
+                f"  {phase.name} (from {phase.began - run.started:.0f} s): exact {phase.exact},"
+                f" absent {phase.absent}, wrong {len(phase.wrong)}"
+            )
+        print("alerts fired (s since the start): " + "; ".join(alerts))
+        print(
+            "rule groups' last evaluation: "
+            + ", ".join(f"{group} {seconds * 1000:.1f} ms" for group, seconds in rule_group_durations(run.glob).items())
+        )
+        assert [phase.wrong for phase in phases] == [[] for _ in phases]
+        steady_phase, _, retired, _, _, back_phase, _ = phases
+        # Steady, and once the total is back, it is present at every evaluation.
+        assert steady_phase.absent == 0
+        assert steady_phase.exact >= 15
+        assert retired.exact > 0
+        assert back_phase.absent == 0
+        assert back_phase.exact >= 10
+        # One-scrape identity blips never became alerts.
+        assert not [text for text in alerts if text.startswith("OrpycamcpDatabaseIdentityUnreadable")]
