@@ -277,11 +277,11 @@ def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
         bus = name.split(":")[1] in GLOBAL_TOTALS.keys() | BUS_ONLY
         if bus or source == "orpycamcp_redis_replica_lag_seconds":
             by = ", ".join(("job", *labels))
-            assert str(rule["expr"]).strip() == f"max by ({by}) ({source}{SELECTOR})", name
+            assert squeeze(rule["expr"]) == f"max by ({by}) {fresh(source + SELECTOR)}", name
             continue
         by = ", ".join(("job", "orpycamcp_cluster", "database_identity", *labels))
         if source.startswith(("orpycamcp_signal_", "orpycamcp_database_")):
-            assert str(rule["expr"]).strip() == f"max by ({by}) ({latest_join(source + SELECTOR, labels)})", name
+            assert squeeze(rule["expr"]) == f"max by ({by}) ({latest_join(fresh(source + SELECTOR), labels)})", name
             continue
         # A family a signal measures: the copy with the newest data (a primary over its lagging standby).
         copy = freshest_copy(source, labels, latest_join, "job, orpycamcp_cluster, database_identity")
@@ -291,6 +291,12 @@ def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
 DATA_TIME = "orpycamcp_signal_data_timestamp_seconds"
 DATA_MAX_AGE = 120  # dataMaxAge, 2m
 SAMPLE_MAX_AGE = 45  # samplesFreshScrapes x scrapeInterval, 3 x 15s
+
+
+def fresh(series: str) -> str:
+    """`series` only while its own sample is at most SAMPLE_MAX_AGE old (no staleness marker
+    comes with federated or remote-written samples)."""
+    return f"({series} unless timestamp({series}) < time() - {SAMPLE_MAX_AGE})"
 
 
 def signal_of(family: str) -> str | None:
@@ -335,7 +341,7 @@ def latest_join(series: str, labels: tuple[str, ...]) -> str:
 
 def now_join(series: str, labels: tuple[str, ...]) -> str:
     ignoring = ", ".join((*labels, "database_identity"))
-    return f"({series} * ignoring ({ignoring}) group_left (database_identity) {IDENTITY})"
+    return f"({series} * ignoring ({ignoring}) group_left (database_identity) {fresh(IDENTITY)})"
 
 
 def squeeze(expr: object) -> str:
@@ -344,7 +350,7 @@ def squeeze(expr: object) -> str:
 
 def test_identity_of_each_target_is_remembered() -> None:
     seen = squeeze(record_rule("orpycamcp:database_identity:last_seen_timestamp_seconds")["expr"])
-    assert seen == f"timestamp({IDENTITY})"
+    assert seen == f"timestamp({IDENTITY}) >= time() - {SAMPLE_MAX_AGE}"
     latest = squeeze(record_rule("orpycamcp:database_identity:latest")["expr"])
     assert latest == (
         "topk without (database_identity) (1, last_over_time("
@@ -364,16 +370,17 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
     # The gate, in the same expression (one consistent read of the storage): the
     # databases measured now == every database known (remembered or reporting), the
     # known set stable over the warm-up, no unidentified target, no shared label.
-    assert 'orpycamcp_signal_measured{job="orpycamcp-exporter"' in expr, expr
+    assert '(orpycamcp_signal_measured{job="orpycamcp-exporter", signal=' in expr, expr
+    assert 'unless timestamp(orpycamcp_signal_measured{job="orpycamcp-exporter", signal=' in expr, expr
     # A copy whose data is past dataMaxAge, or whose sample a server gone left, measured nothing now.
     stale = (
         f"{DATA_TIME}{SELECTOR} < time() - {DATA_MAX_AGE}"
         f" unless timestamp({DATA_TIME}{SELECTOR}) < time() - {SAMPLE_MAX_AGE})"
     )
     assert f"== 1 unless {stale}" in expr, expr
-    assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({IDENTITY})" in expr
+    assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({fresh(IDENTITY)})" in expr
     assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
-    assert f"(up{SELECTOR} == 0) unless ignoring (database_identity) {LATEST}" in expr
+    assert f"({fresh('up' + SELECTOR)} == 0) unless ignoring (database_identity) {LATEST}" in expr
     assert "count by (job, orpycamcp_cluster) (group by (job, orpycamcp_cluster, database_identity)" in expr
 
 
