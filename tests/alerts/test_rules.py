@@ -378,7 +378,9 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
         f" unless timestamp({DATA_TIME}{SELECTOR}) < time() - {SAMPLE_MAX_AGE})"
     )
     assert f"== 1 unless {stale}" in expr, expr
-    assert f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({fresh(IDENTITY)})" in expr
+    assert (
+        f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({fresh(IDENTITY)})" in expr
+    )
     assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
     assert f"({fresh('up' + SELECTOR)} == 0) unless ignoring (database_identity) {LATEST}" in expr
     assert "count by (job, orpycamcp_cluster) (group by (job, orpycamcp_cluster, database_identity)" in expr
