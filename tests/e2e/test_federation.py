@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,16 @@ from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import prometheus_server, query, reload_prometheus, wait_for
-from tests.e2e.test_ha_remote_write import TOTAL, folder, raw_samples, rule_group_durations, total_now
-from tests.platform import Platform, create_platform
+from tests.e2e.test_ha_remote_write import (
+    TOTAL,
+    folder,
+    raw_samples,
+    rule_group_durations,
+    seeded,
+    sql_pending,
+    total_now,
+)
+from tests.platform import Platform
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -84,23 +91,6 @@ def render_rules(destination: Path, retired: list[str]) -> Path:
     rendered = destination.with_suffix(".full.yml")
     rendered.write_text(rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired})))
     return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=rendered)
-
-
-async def seeded(pg_server: PostgresServer, pending: int) -> Platform:
-    platform = await create_platform(pg_server)
-    await platform.add_tenant("acme")
-    created = datetime.now(UTC) - timedelta(hours=1)
-    for number in range(pending):
-        await platform.add_dead_letter("acme", f"e{number}", "signature-service", "pending", created)
-    return platform
-
-
-async def sql_pending(platform: Platform) -> int:
-    rows = await platform.fetch(
-        "SELECT count(*) AS n FROM tenant_acme.evento_dead_letter"
-        " WHERE status = 'pending' AND origin_group = 'signature-service'"
-    )
-    return int(rows[0]["n"])
 
 
 async def resolve(platform: Platform, count: int) -> None:

@@ -75,11 +75,12 @@ def rules_for_remote_write(folder: Path) -> Path:
     return write_shortened_rules(folder / "rules.yml", for_duration="2s", interval="1s", offset="10s", source=rendered)
 
 
-async def seeded(pg_server: PostgresServer) -> Platform:
+async def seeded(pg_server: PostgresServer, pending: int = PENDING_BEFORE) -> Platform:
+    """A platform database with `pending` dead letters of signature-service in tenant acme."""
     platform = await create_platform(pg_server)
     await platform.add_tenant("acme")
     created = datetime.now(UTC) - timedelta(hours=1)
-    for number in range(PENDING_BEFORE):
+    for number in range(pending):
         await platform.add_dead_letter("acme", f"e{number}", "signature-service", "pending", created)
     return platform
 
