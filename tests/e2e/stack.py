@@ -97,7 +97,15 @@ def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) ->
         f"--web.listen-address=127.0.0.1:{port}",
         *flags,
     ]
-    with running_process(command, port, folder / "prometheus.log") as running:
+
+    def ready() -> bool:
+        # The port opens before the storage is: queries answer 503 until /-/ready says 200.
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/-/ready", timeout=0.5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    with running_process(command, port, folder / "prometheus.log", ready) as running:
         yield running
 
 
