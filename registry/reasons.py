@@ -48,8 +48,8 @@ class Reason(StrEnum):
     UNREGISTERED_VALUE = (
         "unregistered_value",
         "the data holds a value the registry does not declare: fix the row, or declare the"
-        " value (a built-in signal: registry/values.py and a new release; a declared backlog: its `groups` or its"
-        " `states` values)",
+        " value (dlq, preservation: their value set in an edited contract, docs/adapting.md; a declared backlog:"
+        " its `groups` or its `states` values)",
     )
     DUPLICATE_SAMPLE = ("duplicate_sample", "a signal reported the same series twice: a defect, please report it")
     INVALID_VALUE = ("invalid_value", "the data holds a negative, NULL or infinite count: fix the row")

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
 from exporter.backlogs import Backlog
+from exporter.contract.tables import shipped_or_replaced
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable, quoted
@@ -186,11 +187,18 @@ async def _report(
     return False
 
 
+def _table_signals(settings: Settings) -> tuple[Backlog, ...]:
+    """The enabled table signals' declarations: the declared backlogs', then the built-ins' in force
+    (dlq, preservation: shipped, or replaced by the declarations file)."""
+    declared = (*settings.backlogs, *shipped_or_replaced(settings.tables))
+    return tuple(backlog for backlog in declared if backlog.name in settings.signals)
+
+
 async def _check_plans(settings: Settings, postgres: Postgres, say: Callable[[str], None]) -> None:
-    """Warn about declared backlogs the planner would read with a whole-table scan."""
-    for backlog in settings.backlogs:
+    """Warn about table signals the planner would read with a whole-table scan."""
+    for backlog in _table_signals(settings):
         # A backlog with states reads every row by design: a sequential scan is its plan.
-        if backlog.name not in settings.signals or backlog.states is not None:
+        if backlog.states is not None:
             continue
         try:
             async with asyncio.timeout(settings.deadline):
@@ -217,9 +225,9 @@ async def _check_backlogs(
     check: Callable[[Backlog], Awaitable[Sequence[Finding]]],
     say: Callable[[str], None],
 ) -> None:
-    """`check`'s findings for each enabled declared backlog it `applies` to, each with its hint."""
-    for backlog in settings.backlogs:
-        if backlog.name not in settings.signals or not applies(backlog):
+    """`check`'s findings for each enabled table signal it `applies` to, each with its hint."""
+    for backlog in _table_signals(settings):
+        if not applies(backlog):
             continue
         try:
             async with asyncio.timeout(settings.deadline):

@@ -1,7 +1,10 @@
-"""`diagnose`'s look at a declared backlog's contract against the live
-database: the tenants whose schema lacks the table (the first few named), the
-columns the table lacks, and the values of a value set (groups, states) the
-rows hold but the declaration does not list, with their rows, largest first.
+"""`diagnose`'s look at a table signal's contract (a declared backlog's, or a
+built-in's: dlq, preservation) against the live database: the tenants whose
+schema lacks the table (the first few named, and a similarly named table one
+of them holds), the columns the table lacks or holds with another type than
+its pending values', the pending values (status words) no row holds, and the
+values of a value set (groups, labels, states) the rows hold but the
+declaration does not list, with their rows, largest first.
 
 Read from the catalog (tables, columns) and, for the values, with the
 backlog's own tenant batches over the tenants that have the table. Tenant
@@ -9,30 +12,44 @@ names appear here, on the operator's terminal; never in the metrics."""
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from exporter.backlogs import Backlog, Scope
+from exporter.conditions import Condition
+from exporter.printable import quoted
 from exporter.signals.backlog import global_table, predicate
 from exporter.sources.identifiers import SCHEMA_PREFIX, quote_identifier
 from exporter.sources.postgres import Postgres
 from exporter.tools.times import Finding, schemas_read
 
 SHOWN = 5  # schemas, and values, named on one line
+SIMILAR = 0.7  # how alike (difflib's ratio) a table's name must be to the declared one to be named in its place
 
 # The schemas (among $1) holding a table or view named $2.
 HOLDING_SQL = (
     "SELECT n.nspname AS schema FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
     " WHERE n.nspname = ANY($1::text[]) AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
 )
-# The columns (among $3) the table $2 of schema $1 holds.
+# The tables and views schema $1 holds.
+TABLES_SQL = (
+    "SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1"
+)
+# The columns (among $3) the table $2 of schema $1 holds, their type and its kind (pg_type.typcategory).
 COLUMNS_SQL = (
-    "SELECT a.attname AS name FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
-    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, t.typcategory::text AS category"
+    " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
     " WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = ANY($3::text[]) AND a.attnum > 0"
     " AND NOT a.attisdropped"
 )
+# The type categories (pg_type.typcategory) a column compared with a text, or a whole number, may have:
+# string types and enums; numeric types.
+TEXT_CATEGORIES = frozenset({"S", "E"})
+NUMBER_CATEGORIES = frozenset({"N"})
 
 
 class ValueSet(NamedTuple):
@@ -45,9 +62,12 @@ class ValueSet(NamedTuple):
 
 
 def value_sets(backlog: Backlog) -> list[ValueSet]:
+    """The value sets, by their key in the declaration: one label column's is `groups`, each of several `labels`'."""
+    grouping = backlog.grouping
     sets = []
-    if backlog.group_by is not None and backlog.groups is not None:
-        sets.append(ValueSet("groups", backlog.group_by, backlog.groups, backlog.group_catch_all))
+    for label in grouping:
+        key = "groups" if len(grouping) == 1 else f"labels.{label.label}.values"
+        sets.append(ValueSet(key, label.column, label.values, label.catch_all))
     if backlog.states is not None:
         sets.append(ValueSet("states.values", backlog.states.column, backlog.states.values, backlog.states.catch_all))
     return sets
@@ -56,7 +76,7 @@ def value_sets(backlog: Backlog) -> list[ValueSet]:
 def columns_of(backlog: Backlog) -> list[str]:
     """Every column the backlog's statement reads, once each."""
     listed: list[str | None] = [condition.column for condition in backlog.pending]
-    listed += [backlog.group_by, backlog.oldest]
+    listed += [*(label.column for label in backlog.grouping), backlog.oldest]
     listed += [backlog.states.column if backlog.states else None, backlog.arrivals.column if backlog.arrivals else None]
     return list(dict.fromkeys(column for column in listed if column is not None))
 
@@ -84,11 +104,26 @@ def undeclared(found: Counter[str | None], declared: Sequence[str]) -> list[tupl
     return sorted(outside, key=lambda item: (-item[1], "" if item[0] is None else item[0]))
 
 
-def value_findings(backlog: Backlog, value_set: ValueSet, found: Counter[str | None]) -> list[Finding]:
+def declare_hint(backlog: Backlog, value_set: ValueSet) -> str:
+    """Where the values go: a built-in's value set of an edited contract (no catch-all), or a backlog's."""
+    if backlog.label_columns is not None:
+        return (
+            f"if they are the platform's, declare them in signals.{backlog.name}.{value_set.key} of the printed"
+            " contract and give it as the declarations file (docs/adapting.md)"
+        )
+    return (
+        f"declare them in {value_set.key}, or opt in to a catch-all value"
+        " (docs/backlogs.md#values-nobody-declared-the-catch-all-opt-in)"
+    )
+
+
+def value_findings(
+    backlog: Backlog, value_set: ValueSet, found: Counter[str | None], pending_only: bool
+) -> list[Finding]:
     outside = undeclared(found, value_set.values)
     nulls = [count for value, count in outside if value is None]
-    listed = [f"{value!r} {rows(count)}" for value, count in outside if value is not None]
-    read = "every row" if backlog.scans_all_rows else "the pending rows"
+    listed = [f"{quoted(value)} {rows(count)}" for value, count in outside if value is not None]
+    read = "the pending rows" if pending_only else "every row"
     some = f"{len(listed)} value" + ("" if len(listed) == 1 else "s")
     result = []
     if listed:
@@ -104,8 +139,7 @@ def value_findings(backlog: Backlog, value_set: ValueSet, found: Counter[str | N
             result.append(
                 Finding(
                     f"warn {backlog.name}: {where} holds {some} outside {value_set.key} in {read}: {named(listed)}",
-                    f"declare them in {value_set.key}, or opt in to a catch-all value"
-                    " (docs/backlogs.md#values-nobody-declared-the-catch-all-opt-in)",
+                    declare_hint(backlog, value_set),
                 )
             )
     if nulls:
@@ -118,6 +152,75 @@ def value_findings(backlog: Backlog, value_set: ValueSet, found: Counter[str | N
     return result
 
 
+def similar(backlog: Backlog, names: Sequence[str]) -> str | None:
+    """The name among `names` most like the declared table's, if one is alike enough."""
+    found = difflib.get_close_matches(backlog.table[-1], names, n=1, cutoff=SIMILAR)
+    return found[0] if found else None
+
+
+def kind_of(condition: Condition) -> tuple[str, frozenset[str]]:
+    """What a condition's values are, and the type categories a column compared with them may have."""
+    if all(isinstance(value, str) for value in condition.values):
+        return "text", TEXT_CATEGORIES
+    return "number", NUMBER_CATEGORIES
+
+
+def type_findings(backlog: Backlog, schema: str, types: dict[str, tuple[str, str]]) -> list[Finding]:
+    """The pending conditions' columns whose type cannot hold their values."""
+    result = []
+    for condition in backlog.pending:
+        kind, categories = kind_of(condition)
+        column_type, category = types[condition.column]
+        if category not in categories:
+            result.append(
+                Finding(
+                    f"warn {backlog.name}: {schema}.{backlog.table[-1]}.{condition.column} is of type {column_type},"
+                    f" compared with {kind} values in pending",
+                    "declare in pending the column that holds the state, with values of its type",
+                )
+            )
+    return result
+
+
+def word_findings(backlog: Backlog, condition: Condition, found: Counter[str | None]) -> list[Finding]:
+    """A pending value (a status word) no row of the table holds, with the values the rows do hold."""
+    if condition.negated or not found:
+        return []
+    missing = [str(value) for value in condition.values if str(value) not in found]
+    if not missing:
+        return []
+    held = [f"{quoted(value)} {rows(count)}" for value, count in undeclared(found, ()) if value is not None]
+    words = ", ".join(repr(word) for word in missing)
+    return [
+        Finding(
+            f"warn {backlog.name}: {backlog.table[-1]}.{condition.column} is never {words} in any row;"
+            f" it holds {named(held) or 'only NULL'}",
+            "if the platform names this state otherwise, declare its word in pending"
+            " (a healthy platform may simply have no such row yet)",
+        )
+    ]
+
+
+async def counted_values(
+    backlog: Backlog, postgres: Postgres, schemas: Sequence[str], column: str, pending_only: bool
+) -> Counter[str | None]:
+    """Rows per value of `column` in the tables read (in the schemas given), only the pending ones if asked."""
+    where, args = predicate(backlog) if pending_only else (None, ())
+    if backlog.scope is Scope.TENANT:
+        tables = postgres.narrowed([schema.removeprefix(SCHEMA_PREFIX) for schema in schemas])
+
+        def batch(batch_schemas: Sequence[str]) -> str:
+            return values_sql(column, [f"{s}.{quote_identifier(backlog.table[0])}" for s in batch_schemas], where)
+
+        counted = await tables.fetch_tenant_batches(f"{backlog.name} values", batch, args)
+    else:
+        counted = await postgres.fetch(values_sql(column, [global_table(backlog)], where), *args)
+    found: Counter[str | None] = Counter()
+    for row in counted:
+        found[row["value"]] += row["n"]
+    return found
+
+
 async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
     """What of `backlog`'s declaration the database does not hold."""
     schemas = await schemas_read(backlog, postgres)
@@ -126,10 +229,12 @@ async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
     lacking = [schema for schema in schemas if schema not in held]
     if lacking:
         kind = "schemas" if backlog.scope is Scope.TENANT else "schema"
+        alike = similar(backlog, [row["name"] for row in await postgres.fetch(TABLES_SQL, lacking[0])])
+        instead = "" if alike is None else f"; {lacking[0]} holds a similarly named table: {alike}"
         result.append(
             Finding(
                 f"warn {backlog.name}: table {backlog.table[-1]} missing in {len(lacking)} of {len(schemas)}"
-                f" {kind}: {named(lacking)}",
+                f" {kind}: {named(lacking)}{instead}",
                 "create it (with the exporter role's SELECT) in every schema the backlog reads, or declare the"
                 " table the platform has",
             )
@@ -138,7 +243,10 @@ async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
         return result
     first = min(held)
     columns = columns_of(backlog)
-    present = {row["name"] for row in await postgres.fetch(COLUMNS_SQL, first, backlog.table[-1], columns)}
+    present = {
+        row["name"]: (row["type"], row["category"])
+        for row in await postgres.fetch(COLUMNS_SQL, first, backlog.table[-1], columns)
+    }
     missing = [column for column in columns if column not in present]
     if missing:
         result.append(
@@ -148,20 +256,21 @@ async def check(backlog: Backlog, postgres: Postgres) -> list[Finding]:
             )
         )
         return result
-    # The rows the measurement reads: every row with states or arrivals, else the pending ones.
-    where, args = (None, ()) if backlog.scans_all_rows else predicate(backlog)
+    mistyped = type_findings(backlog, first, present)
+    if mistyped:
+        return result + mistyped
+    reading = sorted(held)
+    words_missing = False
+    for condition in backlog.pending:
+        words = word_findings(
+            backlog, condition, await counted_values(backlog, postgres, reading, condition.column, False)
+        )
+        words_missing = words_missing or bool(words)
+        result += words
+    # The rows the measurement reads: every row with states or arrivals, else the pending ones; every row
+    # too when a pending value never occurs (no row would be pending, and nothing be checked).
+    pending_only = not (backlog.scans_all_rows or words_missing)
     for value_set in value_sets(backlog):
-        found: Counter[str | None] = Counter()
-        if backlog.scope is Scope.TENANT:
-            tables = postgres.narrowed([schema.removeprefix(SCHEMA_PREFIX) for schema in schemas if schema in held])
-
-            def batch(batch_schemas: Sequence[str], column: str = value_set.column) -> str:
-                return values_sql(column, [f"{s}.{quote_identifier(backlog.table[0])}" for s in batch_schemas], where)
-
-            counted = await tables.fetch_tenant_batches(f"{backlog.name} values", batch, args)
-        else:
-            counted = await postgres.fetch(values_sql(value_set.column, [global_table(backlog)], where), *args)
-        for row in counted:
-            found[row["value"]] += row["n"]
-        result += value_findings(backlog, value_set, found)
+        found = await counted_values(backlog, postgres, reading, value_set.column, pending_only)
+        result += value_findings(backlog, value_set, found, pending_only)
     return result

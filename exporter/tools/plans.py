@@ -1,4 +1,4 @@
-"""`diagnose`'s look at a declared backlog's plan: EXPLAIN of one tenant's
+"""`diagnose`'s look at a table signal's plan: EXPLAIN of one tenant's
 branch (the tenant whose table is largest), warning when the planner would read
 a whole table of more than a few thousand rows for it."""
 
@@ -54,7 +54,8 @@ def suggested_index(backlog: Backlog, table: str) -> str:
 
 
 def _pending_index(backlog: Backlog, table: str) -> str:
-    keys = [quote_identifier(c) for c in (backlog.group_by, backlog.oldest) if c is not None]
+    columns = (*(label.column for label in backlog.grouping), backlog.oldest)
+    keys = [quote_identifier(c) for c in columns if c is not None]
     if backlog.scope is Scope.TENANT and not any(condition.negated for condition in backlog.pending):
         leading = [quote_identifier(condition.column) for condition in backlog.pending]
         return f"CREATE INDEX ON {table} ({', '.join(dict.fromkeys(leading + keys))})"

@@ -250,4 +250,10 @@ async def test_every_undeclared_value_is_listed_with_its_count_in_one_run(platfo
     assert "origin_group='billing-service': 3" in line
     assert "origin_group='ledger-service': 2" in line
     assert "(4,098 characters): 1" in line
+    # The contract check lists them too, the long one shortened as well.
+    assert (
+        "warn dlq: evento_dead_letter.origin_group holds 3 values outside groups in the pending rows:"
+        " 'billing-service' 3 rows, 'ledger-service' 2 rows, 'zzz"
+    ) in done.stdout
+    assert "... (4,098 characters) 1 row" in done.stdout
     assert long_group not in done.stdout
