@@ -38,14 +38,9 @@ def warnings(done: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.startswith(("warn", "FAIL"))]
 
 
-@pytest.fixture
-async def differing(platform: Platform) -> Platform:
+async def test_the_shipped_contract_names_the_table_and_the_origin_group(platform: Platform, tmp_path: Path) -> None:
     await different_platform(platform)
-    return platform
-
-
-async def test_the_shipped_contract_names_the_table_and_the_origin_group(differing: Platform, tmp_path: Path) -> None:
-    done = diagnose(differing, tmp_path, None)
+    done = diagnose(platform, tmp_path, None)
 
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -58,10 +53,11 @@ async def test_the_shipped_contract_names_the_table_and_the_origin_group(differi
     ) in lines
 
 
-async def test_a_status_word_that_never_occurs_and_the_artifacts_are_named(differing: Platform, tmp_path: Path) -> None:
+async def test_a_status_word_that_never_occurs_and_the_artifacts_are_named(platform: Platform, tmp_path: Path) -> None:
+    await different_platform(platform)
     shipped = run_exporter("contract").stdout
     assert shipped.count(RENAMED_ONLY[0]) == 1
-    done = diagnose(differing, tmp_path, shipped.replace(*RENAMED_ONLY))
+    done = diagnose(platform, tmp_path, shipped.replace(*RENAMED_ONLY))
 
     lines = done.stdout.splitlines()
     assert (
@@ -79,9 +75,10 @@ async def test_a_status_word_that_never_occurs_and_the_artifacts_are_named(diffe
     ) in lines
 
 
-async def test_a_pending_column_of_another_type_is_named(differing: Platform, tmp_path: Path) -> None:
+async def test_a_pending_column_of_another_type_is_named(platform: Platform, tmp_path: Path) -> None:
+    await different_platform(platform)
     text = edited_contract().replace("      estado: reintento_agotado\n", "      attempts: reintento_agotado\n")
-    done = diagnose(differing, tmp_path, text)
+    done = diagnose(platform, tmp_path, text)
 
     assert (
         "warn preservation: tenant_acme.preservacion_reintento.attempts is of type integer,"
@@ -89,8 +86,9 @@ async def test_a_pending_column_of_another_type_is_named(differing: Platform, tm
     ) in done.stdout.splitlines()
 
 
-async def test_the_edited_contract_is_clean(differing: Platform, tmp_path: Path) -> None:
-    done = diagnose(differing, tmp_path, edited_contract())
+async def test_the_edited_contract_is_clean(platform: Platform, tmp_path: Path) -> None:
+    await different_platform(platform)
+    done = diagnose(platform, tmp_path, edited_contract())
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert warnings(done) == []
