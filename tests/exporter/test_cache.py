@@ -49,15 +49,15 @@ async def test_fifty_concurrent_scrapes_share_one_measurement_per_signal(platfor
 async def test_ttl_expiry_measures_again_and_sees_new_data(platform: Platform) -> None:
     await platform.add_tenant("acme")
     clock = FakeClock()
-    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="1", deadline="0.8")
+    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="100", deadline="30")
     try:
         first = await scrape(exporter)
         await platform.add_dead_letter("acme", "e1", "workflow-service", "pending", at("2026-11-01 00:00:00"))
-        clock.advance(0.99)
+        clock.advance(99)
         cached = await scrape(exporter)
         assert cached.raw == first.raw  # still within the TTL
         assert exporter.caches["dlq"].measurements == 1
-        clock.advance(0.01)
+        clock.advance(1)
         fresh = await scrape(exporter)
         assert exporter.caches["dlq"].measurements == 2
         assert fresh.get("orpycamcp_dlq_pending_events", origin_group="workflow-service") == 1
@@ -68,15 +68,15 @@ async def test_ttl_expiry_measures_again_and_sees_new_data(platform: Platform) -
 async def test_failure_is_cached_for_the_ttl_and_last_success_kept(platform: Platform) -> None:
     await platform.add_tenant("acme")
     clock = FakeClock()
-    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="1", deadline="0.8")
+    exporter = make_exporter(platform.exporter_url, None, clock.clock, signals="dlq", ttl="100", deadline="30")
     try:
         good = await scrape(exporter)
         last_success = good.get("orpycamcp_signal_last_success_timestamp_seconds", signal="dlq")
         assert last_success == clock.wall()
         await platform.execute('DROP TABLE "tenant_acme".evento_dead_letter')
-        clock.advance(1.1)
+        clock.advance(110)
         failed = await scrape(exporter)
-        clock.advance(0.9)
+        clock.advance(89)
         again = await scrape(exporter)
         assert exporter.caches["dlq"].measurements == 2  # the failure was served from cache
         for page in (failed, again):

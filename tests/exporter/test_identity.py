@@ -6,7 +6,6 @@ differ; an identity that cannot be read is absent with its reason."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 
@@ -21,6 +20,7 @@ from exporter.errors import IdentityOutsideRule
 from exporter.identity import identity_of
 from exporter.tools.demo import EXPORTER_ROLE
 from registry.families import DATABASE_IDENTITY, DATABASE_IDENTITY_FAILURE, DATABASE_IDENTITY_RULE
+from tests.clock import FakeClock
 from tests.exporter.sources.test_standby import Pair, pair  # noqa: F401 (the module's primary and standby)
 from tests.platform import EXPORTER_PASSWORD, Platform, create_platform
 from tests.scrapes import Page, make_exporter, scrape
@@ -139,11 +139,14 @@ async def test_an_unreadable_identity_is_absent_with_its_reason(platform: Platfo
 async def test_a_database_down_gives_no_identity_and_says_why() -> None:
     with postgres_server() as server:
         platform = await create_platform(server)
-        exporter = make_exporter(platform.exporter_url, signals="audit_chain", ttl="1", deadline="0.8")
+        clock = FakeClock()
+        exporter = make_exporter(
+            platform.exporter_url, None, clock.clock, signals="audit_chain", ttl="100", deadline="30"
+        )
         try:
             assert identities(await scrape(exporter)) == [await truth(platform.admin_url)]
             server.stop()
-            await asyncio.sleep(1.1)
+            clock.advance(110)
             page = await scrape(exporter)
         finally:
             await exporter.close()

@@ -319,7 +319,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
     await create_stream_groups(db)
     await db.xadd(SIGNATURE_DL, {"event": "signature.failed"}, id="1764600000000-0")
     clock = FakeClock()
-    exporter = make_exporter(None, redis.url, clock.clock, ttl="1", deadline="0.5")
+    exporter = make_exporter(None, redis.url, clock.clock, ttl="100", deadline="30")
     try:
         pages = await asyncio.gather(*(scrape(exporter) for _ in range(5)))
         assert exporter.caches["streams"].measurements == 1
@@ -330,7 +330,7 @@ async def test_measured_values_are_cached_for_the_ttl_and_shared_by_concurrent_s
         assert cached.get(DL_ENTRIES, stream=SIGNATURE_DL) == 1  # still the cached measurement
         assert exporter.caches["streams"].measurements == 1
 
-        clock.advance(1.1)
+        clock.advance(110)
         fresh = await scrape(exporter)
         assert fresh.get(DL_ENTRIES, stream=SIGNATURE_DL) == 2
         assert fresh.get(DL_OLDEST, stream=SIGNATURE_DL) == 1764600000.0
@@ -463,13 +463,13 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 async def test_a_restart_between_measurements_costs_no_measurement(own_redis: LocalRedis) -> None:
     await groups_and_dead_letters(own_redis.url)
     clock = FakeClock()
-    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline="0.5")
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="100", deadline="30")
     try:
         assert (await scrape(exporter)).measured("streams") == 1
         own_redis.stop()
         own_redis.start()
         await groups_and_dead_letters(own_redis.url, {SIGNATURE_DL: "1764600004000-0"})
-        clock.advance(1.1)
+        clock.advance(110)
         # The pooled connection the server closed is replaced when taken, not reported as a failure.
         page = await scrape(exporter)
         assert page.measured("streams") == 1
@@ -484,12 +484,12 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
     client = connect(own_redis.url)
     await create_stream_groups(client)
     caplog.set_level(logging.WARNING, logger="orpycamcp.measure")
-    deadline = 0.5
+    deadline = 3.0
     clock = FakeClock()
-    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="1", deadline=str(deadline))
+    exporter = make_exporter(None, own_redis.url, clock.clock, ttl="100", deadline=str(deadline))
     try:
         assert (await scrape(exporter)).measured("streams") == 1  # the connection is open and pooled
-        clock.advance(1.1)
+        clock.advance(110)
         own_redis.pause()
         try:
             started = time.monotonic()
@@ -504,7 +504,7 @@ async def test_a_redis_slower_than_the_deadline_is_cut_at_the_deadline_and_recov
         # Whatever the cut measurement left unread is not served to the next one.
         await client.xadd(DOCUMENTS, {"event": "document.signed"}, id="1764680020000-0")
         await client.xreadgroup("signature-service", "sig-1", {DOCUMENTS: ">"})
-        clock.advance(1.1)
+        clock.advance(110)
         page = await scrape(exporter)
         assert page.measured("streams") == 1
         assert page.get(PENDING, stream=DOCUMENTS, group="signature-service") == 1
