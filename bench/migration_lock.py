@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from bench.figures import Spread
+from bench.figures import Spread, save_figures
 from bench.machine import execute, machine_state
 from bench.refreshes import SIGNALS, counts_check, fresh_exporter
 from devkit.servers import LocalPostgres, start_postgres
@@ -165,9 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = asyncio.run(run(args, server))
     finally:
         server.remove()
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
-    (args.out / f"migration-lock-{stamp}.json").write_text(json.dumps(asdict(figures), indent=1, default=str) + "\n")
+    print(f"wrote {save_figures(args.out, 'migration-lock', figures)}")
     print(markdown(figures))
     return 0 if figures.correct else 1
 

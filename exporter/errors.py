@@ -194,7 +194,9 @@ class HotStandby(MeasurementError):
     reason = Reason.HOT_STANDBY
 
     def __init__(self, signal: str) -> None:
-        super().__init__(signal, "the server read is a hot standby: the primary's advisory locks are not in its pg_locks")
+        super().__init__(
+            signal, "the server read is a hot standby: the primary's advisory locks are not in its pg_locks"
+        )
 
 
 class SourceError(Exception):

@@ -132,7 +132,7 @@ AUDIT_LAST_VERIFICATION = Family(
 # The platform's migration advisory lock (ADR-041 C19), in the database read.
 MIGRATION_LOCK_HELD = Family(
     name=PREFIX + "migration_lock_held",
-    help="1 while a session holds the platform's migration advisory lock (ADR-041 C19, the key \"ORPYCAM1\")"
+    help='1 while a session holds the platform\'s migration advisory lock (ADR-041 C19, the key "ORPYCAM1")'
     " in the database read (pg_locks), 0 while none does.",
     signal="migration_lock",
 )

@@ -104,9 +104,7 @@ async def test_free_lock_is_a_measured_zero(platform: Platform) -> None:
     assert page.get(UNKNOWN) is None
 
 
-async def test_held_and_waited_for_as_the_least_privileged_role_sees_it(
-    platform: Platform, sessions: Sessions
-) -> None:
+async def test_held_and_waited_for_as_the_least_privileged_role_sees_it(platform: Platform, sessions: Sessions) -> None:
     await sessions.hold()
     await sessions.wait_behind(platform)
     page = await read(platform.exporter_url)
