@@ -24,6 +24,7 @@ there (`hot_standby`), never a held 0 the primary contradicts.
 
 from __future__ import annotations
 
+from exporter.contract.fixed import CLASSID, OBJID
 from exporter.errors import ContractViolation, HotStandby
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
@@ -39,10 +40,8 @@ from registry.families import (
 
 NAME = "migration_lock"
 
-# CERROJO_MIGRACIONES (ADR-041 C19): the eight ASCII bytes of "ORPYCAM1" as a bigint.
-LOCK_KEY = int.from_bytes(b"ORPYCAM1", "big")
-CLASSID = LOCK_KEY >> 32
-OBJID = LOCK_KEY & 0xFFFFFFFF
+# CERROJO_MIGRACIONES (ADR-041 C19): the eight ASCII bytes of "ORPYCAM1" as a
+# bigint, with the record's words, in the contract (exporter/contract/fixed.py).
 
 LOCK_SQL = (
     "SELECT pg_is_in_recovery() AS standby,"
