@@ -140,7 +140,7 @@ def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
     path = tmp_path / "b.yml"
     path.write_text(GOOD)
     settings = load({"database_url": DB}, {"ORPYCAMCP_BACKLOGS_FILE": str(path)})
-    assert settings.signals == ("dlq", "preservation", "audit_chain", "kyc")
+    assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "kyc")
     assert [b.name for b in settings.backlogs] == ["kyc"]
     only = load({"database_url": DB, "backlogs_file": str(path), "signals": "kyc,dlq"}, {})
     assert only.signals == ("dlq", "kyc")
