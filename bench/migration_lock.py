@@ -36,7 +36,7 @@ from bench.machine import execute, machine_state
 from bench.refreshes import SIGNALS, counts_check, fresh_exporter
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import create_database, create_tenants
-from exporter.signals.migration_lock import LOCK_KEY
+from exporter.contract.fixed import LOCK_KEY
 from registry.families import MIGRATION_LOCK_HELD, MIGRATION_LOCK_WAITERS
 
 RESULTS = Path(__file__).resolve().parent / "results"

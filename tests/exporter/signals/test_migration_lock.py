@@ -15,6 +15,7 @@ import pytest
 
 from devkit.pgbouncer import pgbouncer_server
 from devkit.servers import PostgresServer
+from exporter.contract import fixed
 from exporter.signals import migration_lock
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import EXPORTER_PASSWORD, Platform
@@ -92,8 +93,9 @@ async def read(url: str, **options: str) -> Page:
 
 
 def test_the_key_is_the_eight_ascii_bytes_of_orpycam1() -> None:
-    assert migration_lock.LOCK_KEY == 0x4F52505943414D31
-    assert (migration_lock.CLASSID << 32) | migration_lock.OBJID == migration_lock.LOCK_KEY
+    assert fixed.LOCK_KEY == 0x4F52505943414D31
+    assert (fixed.CLASSID << 32) | fixed.OBJID == fixed.LOCK_KEY
+    assert f"l.classid = {fixed.CLASSID}::oid AND l.objid = {fixed.OBJID}::oid" in migration_lock.LOCK_SQL
 
 
 async def test_free_lock_is_a_measured_zero(platform: Platform) -> None:
@@ -158,8 +160,8 @@ async def test_released_is_zero_again(platform: Platform, sessions: Sessions) ->
         # The same bytes read little-endian, one half of the key, and the key's
         # two halves as the two-integer form (objsubid 2): none is the platform's lock.
         "('x' || encode('1MACYPRO'::bytea, 'hex'))::bit(64)::bigint",
-        f"{migration_lock.OBJID}",
-        f"{migration_lock.CLASSID}, {migration_lock.OBJID}",
+        f"{fixed.OBJID}",
+        f"{fixed.CLASSID}, {fixed.OBJID}",
     ],
     ids=["little_endian", "low_half", "two_int_form"],
 )
