@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.figures import Spread
+from bench.figures import Spread, save_figures
 from bench.machine import execute
 from devkit.backlogs import example_backlogs, pending_only
 from devkit.servers import LocalPostgres, start_postgres
@@ -264,9 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures = asyncio.run(run(args, server, backlogs_file))
         finally:
             server.remove()
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
-    (args.out / f"backlogs-{stamp}.json").write_text(json.dumps(asdict(figures), indent=1, default=str) + "\n")
+    save_figures(args.out, "backlogs", figures)
     print(markdown(figures))
     return 0 if figures.correct else 1
 

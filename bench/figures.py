@@ -3,9 +3,12 @@ figures of the exporter, the floors, the served process and the whole run."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 
@@ -139,3 +142,12 @@ class Report:
 
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b and b == b and a == a else "-"
+
+
+def save_figures(out: Path, name: str, figures: Any) -> Path:
+    """`figures` (a dataclass) as bench/results/<name>-<UTC date>.json: every figure, as run."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M")
+    path = out / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(asdict(figures), indent=1, default=str) + "\n")
+    return path

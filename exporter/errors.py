@@ -187,6 +187,18 @@ class ReplicaStale(MeasurementError):
         super().__init__(signal, f"{server}: {state}, past the {bound:g} s bound ({setting})")
 
 
+class HotStandby(MeasurementError):
+    """The server read is a hot standby: a signal of the primary's own sessions
+    (its advisory locks) cannot be read there, and a 0 read would be a lie."""
+
+    reason = Reason.HOT_STANDBY
+
+    def __init__(self, signal: str) -> None:
+        super().__init__(
+            signal, "the server read is a hot standby: the primary's advisory locks are not in its pg_locks"
+        )
+
+
 class SourceError(Exception):
     """A source could not serve a measurement, for a reason it knows: raised where the
     client's own exception is caught, so that nothing downstream parses a server's words."""

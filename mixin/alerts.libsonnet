@@ -48,6 +48,9 @@ local lib = import 'lib.libsonnet';
   },
   assert lib.seconds(c.streamPendingAge) > reclaim.deadLetterMax
          : 'streamPendingAge must exceed the dead-letter window (maxDeliveries x (reclaimMinIdle + reclaimInterval))',
+  assert lib.seconds(c.migrationLockHeldFor) + lib.seconds(c.dataMaxAge) < lib.seconds(c.migrationLockTimeout)
+         : 'migrationLockHeldFor plus dataMaxAge must stay below migrationLockTimeout: the page must come before migrators fail closed',
+  local lockLeft = lib.seconds(c.migrationLockTimeout) - lib.seconds(c.migrationLockHeldFor),
   local trimAge = lib.seconds(c.deadletterTrimHorizon) + 2 * lib.seconds(c.deadletterTrimInterval),
   local inDatabase = lib.withDatabase(),
   // A query of the alert's own deployment inside a template: printf `<query>` <args>.
@@ -380,6 +383,21 @@ local lib = import 'lib.libsonnet';
             c.auditChainNeverVerifiedFor,
             'The audit chain has never been verified.',
             'The audit_chain signal is measured (job {{ $labels.job }}%s) but no complete audit-chain verification run has ever been recorded.' % commaCluster,
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.migration_lock.alerts',
+        rules: [
+          // Held without a break (by one migrator or several in turn): a
+          // migrator that began retrying when it was taken fails closed at the
+          // timeout. pg_locks is readable by every role, so this needs no grant.
+          valueAlert(
+            'OrpycamcpMigrationLockHeldTooLong', 'critical', 'migration_lock',
+            'orpycamcp:migration_lock_held:max == 1',
+            c.migrationLockHeldFor,
+            'The platform migration lock has been held for over %s.' % lib.words(c.migrationLockHeldFor),
+            'The migration advisory lock (ADR-041 C19, key "ORPYCAM1")%s has been held without a break for %s: a migrator that began waiting for it then fails closed %s later (MIGRATIONS_LOCK_TIMEOUT_S %s: it exits 1 and its service does not start). Find the holder: pg_locks where locktype = advisory and objid = 1128353073.' % [inCluster, lib.words(c.migrationLockHeldFor), lib.secondsWords(lockLeft), lib.secondsWords(lib.seconds(c.migrationLockTimeout))],
           ),
         ],
       },

@@ -86,6 +86,14 @@
     auditChainVerificationAge: '26h',
     auditChainVerificationStaleFor: '5m',
     auditChainNeverVerifiedFor: '1h',
+    // The platform's migration lock (ADR-041 C19): a migrator retries
+    // pg_try_advisory_lock up to MIGRATIONS_LOCK_TIMEOUT_S, then exits 1 and
+    // its service does not start (fail-closed). OrpycamcpMigrationLockHeldTooLong
+    // fires once the lock has been held without a break for
+    // migrationLockHeldFor: a migrator that began waiting when it was taken
+    // then has the rest of the timeout left.
+    migrationLockTimeout: '600s',
+    migrationLockHeldFor: '5m',
     // The platform's reclaim sweep (ADR-021, the seeds' defaults): every
     // reclaimInterval each consumer group claims its pending entries idle for
     // reclaimMinIdle and retries them; the one delivered maxDeliveries times is

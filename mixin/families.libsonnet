@@ -13,6 +13,7 @@
   audit_chain_declared_breaks: [],
   audit_chain_verification_ok: [],
   audit_chain_last_verification_timestamp_seconds: [],
+  migration_lock_held: [],
   stream_pending_messages: ['stream', 'group'],
   stream_oldest_pending_timestamp_seconds: ['stream', 'group'],
   stream_oldest_pending_deliveries: ['stream', 'group'],

@@ -203,6 +203,7 @@ local lib = import 'lib.libsonnet';
           freshestRule('audit_chain_declared_breaks'),
           freshestRule('audit_chain_verification_ok'),
           freshestRule('audit_chain_last_verification_timestamp_seconds'),
+          freshestRule('migration_lock_held'),
           busRule('stream_pending_messages'),
           busRule('stream_oldest_pending_timestamp_seconds'),
           busRule('stream_oldest_pending_deliveries'),

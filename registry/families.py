@@ -129,6 +129,33 @@ AUDIT_LAST_VERIFICATION = Family(
     signal="audit_chain",
     sparse=True,
 )
+# The platform's migration advisory lock (ADR-041 C19), in the database read.
+MIGRATION_LOCK_HELD = Family(
+    name=PREFIX + "migration_lock_held",
+    help='1 while a session holds the platform\'s migration advisory lock (ADR-041 C19, the key "ORPYCAM1")'
+    " in the database read (pg_locks), 0 while none does.",
+    signal="migration_lock",
+)
+MIGRATION_LOCK_WAITERS = Family(
+    name=PREFIX + "migration_lock_waiters",
+    help="Sessions blocked in pg_advisory_lock waiting for the migration lock (pg_locks, not granted); the"
+    " platform's migrators retry pg_try_advisory_lock and are never counted here.",
+    signal="migration_lock",
+)
+MIGRATION_LOCK_HOLDER_START = Family(
+    name=PREFIX + "migration_lock_holder_session_start_timestamp_seconds",
+    help="Unix time the session holding the migration lock started (pg_stat_activity.backend_start; the lock"
+    " was taken at or after it); absent while the lock is free or the start is hidden from the exporter's role.",
+    signal="migration_lock",
+    sparse=True,
+)
+MIGRATION_LOCK_HOLDER_START_UNKNOWN = Family(
+    name=PREFIX + "migration_lock_holder_session_start_unknown",
+    help="1 while the migration lock is held by another role's session whose start pg_stat_activity hides"
+    " from the exporter's role (no pg_read_all_stats or pg_monitor); absent otherwise.",
+    signal="migration_lock",
+    sparse=True,
+)
 STREAM_PENDING = Family(
     name=PREFIX + "stream_pending_messages",
     help="Messages in the consumer group's pending entries list (delivered, not acknowledged).",
@@ -303,6 +330,10 @@ FAMILIES: tuple[Family, ...] = (
     AUDIT_DECLARED_BREAKS,
     AUDIT_VERIFICATION_OK,
     AUDIT_LAST_VERIFICATION,
+    MIGRATION_LOCK_HELD,
+    MIGRATION_LOCK_WAITERS,
+    MIGRATION_LOCK_HOLDER_START,
+    MIGRATION_LOCK_HOLDER_START_UNKNOWN,
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
     STREAM_OLDEST_PENDING_DELIVERIES,

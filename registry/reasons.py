@@ -158,6 +158,11 @@ class Reason(StrEnum):
         " pg_stat_wal_receiver), read the master instead, or raise {flag:redis_replica_max_staleness} /"
         " {flag:database_replica_max_staleness} (docs/connecting.md, Replicas and standbys)",
     )
+    HOT_STANDBY = (
+        "hot_standby",
+        "the migration lock is a lock of the primary's sessions, which a hot standby does not"
+        " have: read it from an exporter of the primary (--signals without migration_lock on the standbys' exporters)",
+    )
     # Redis
     MISSING_GROUP = ("missing_group", "create the consumer group (XGROUP CREATE <stream> <group> $ MKSTREAM)")
     CLUSTER_REDIRECT = (

@@ -19,8 +19,18 @@ def pairs(groups: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
     return by_stream
 
 
+# CERROJO_MIGRACIONES, the platform's migration advisory lock (ADR-041 C19,
+# /work/shared/platform-records/002_470949ef92db8c5b.txt: "pg_try_advisory_lock
+# sobre una constante fija (CERROJO_MIGRACIONES, los ocho bytes ASCII de
+# «ORPYCAM1», legible en pg_locks)"): those eight bytes as one big-endian bigint;
+# pg_locks shows its high half as classid, its low half as objid, objsubid 1.
+LOCK_KEY = int.from_bytes(b"ORPYCAM1", "big")
+CLASSID = LOCK_KEY >> 32
+OBJID = LOCK_KEY & 0xFFFFFFFF
+
+
 def fixed_signals() -> dict[str, dict[str, Any]]:
-    """audit_chain's and streams' parts of the contract, as printed."""
+    """audit_chain's, migration_lock's and streams' parts of the contract, as printed."""
     return {
         "audit_chain": {
             "source": "postgresql",
@@ -35,6 +45,14 @@ def fixed_signals() -> dict[str, dict[str, Any]]:
                 "finished_at": "finished_at",
             },
             "timezone": UTC,
+        },
+        # ADR-041 C19: read from the catalogs every role may read, in the database read.
+        "migration_lock": {
+            "source": "postgresql",
+            "scope": "database",
+            "tables": ["pg_catalog.pg_locks", "pg_catalog.pg_stat_activity"],
+            "advisory_lock": {"key": "ORPYCAM1", "bigint": LOCK_KEY, "classid": CLASSID, "objid": OBJID, "objsubid": 1},
+            "holder_start": "pg_stat_activity.backend_start",
         },
         "streams": {
             "source": "redis",

@@ -82,6 +82,7 @@ def builtin_signals(tables: tuple[Backlog, ...] = ()) -> dict[str, Any]:
     return {
         **{table.name: table_signal_part(table) for table in shipped_or_replaced(tables)},
         "audit_chain": fixed["audit_chain"],
+        "migration_lock": fixed["migration_lock"],
         "streams": fixed["streams"],
     }
 

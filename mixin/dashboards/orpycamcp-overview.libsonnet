@@ -334,6 +334,34 @@ function(c)
         height=5,
       ),
 
+      g.row('Migration lock', 60),
+      g.stat(
+        61,
+        'Migration lock',
+        "Whether a session holds the platform's migration advisory lock (ADR-041 C19, key \"ORPYCAM1\") in the cluster's database (orpycamcp_migration_lock_held, read from pg_locks, which every role may read), and the sessions blocked in pg_advisory_lock behind it (orpycamcp_migration_lock_waiters; the platform's migrators retry pg_try_advisory_lock and are not counted). Alert OrpycamcpMigrationLockHeldTooLong fires once it has been held without a break for %s; migrators fail closed at %s." % [lib.words(c.migrationLockHeldFor), lib.secondsWords(seconds(c.migrationLockTimeout))],
+        'short',
+        [
+          q(maxBy(['job', cluster], 'orpycamcp_migration_lock_held'), '%(cluster)s held'),
+          q(maxBy(['job', cluster], 'orpycamcp_migration_lock_waiters'), '%(cluster)s waiting'),
+        ],
+        noValue='unknown',
+        colorMode='value',
+        mappings=[g.unknown],
+        thresholds=[['green', null], ['orange', 1]],
+        width=12,
+      ),
+      g.stat(
+        62,
+        "Migration lock holder's session age",
+        "Time since the session holding the migration lock started (orpycamcp_migration_lock_holder_session_start_timestamp_seconds, pg_stat_activity.backend_start: the lock was taken at or after it, so this bounds how long it is held). 'hidden' means another role's session holds it and the exporter's role lacks pg_read_all_stats (orpycamcp_migration_lock_holder_session_start_unknown); empty means the lock is free or unmeasured.",
+        's',
+        [q(age(maxBy(['job', cluster], 'orpycamcp_migration_lock_holder_session_start_timestamp_seconds')) + ' or ' + maxBy(['job', cluster], 'orpycamcp_migration_lock_holder_session_start_unknown') + ' * NaN', '{{job}} %(cluster)s')],
+        noValue='free or unknown',
+        mappings=[g.special('nan', 'hidden', 'orange'), g.unknown],
+        thresholds=[['green', null], ['red', seconds(c.migrationLockHeldFor)]],
+        width=12,
+      ),
+
       g.row('Redis Streams', 47),
       g.timeseries(
         15,

@@ -20,7 +20,13 @@ def test_every_family_is_a_prefixed_gauge_with_help() -> None:
 
 
 def test_signals_and_their_families() -> None:
-    assert SIGNALS == ("dlq", "preservation", "audit_chain", "streams")
+    assert SIGNALS == ("dlq", "preservation", "audit_chain", "migration_lock", "streams")
+    assert [f.name for f in families_of("migration_lock")] == [
+        "orpycamcp_migration_lock_held",
+        "orpycamcp_migration_lock_waiters",
+        "orpycamcp_migration_lock_holder_session_start_timestamp_seconds",
+        "orpycamcp_migration_lock_holder_session_start_unknown",
+    ]
     assert [f.name for f in families_of("dlq")] == [
         "orpycamcp_dlq_pending_events",
         "orpycamcp_dlq_oldest_pending_timestamp_seconds",

@@ -21,7 +21,7 @@ from exporter.sources.connect import connect
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
-from tests.scrapes import Page, make_exporter, scrape
+from tests.scrapes import Page, make_exporter, scrape, scrape_once
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -132,6 +132,21 @@ async def test_no_replay_lag_on_the_primary(pair: Pair) -> None:
         assert page.family(LAG) == {}
     finally:
         await exporter.close()
+
+
+async def test_the_migration_lock_is_unmeasured_on_a_standby_and_read_on_the_primary(pair: Pair) -> None:
+    # The lock held on the primary is not in the standby's pg_locks: never a held 0 there.
+    holder = await asyncpg.connect(pair.url(pair.primary))
+    try:
+        await holder.execute("SELECT pg_advisory_lock($1)", int.from_bytes(b"ORPYCAM1", "big"))
+        on_standby = await scrape_once(pair.url(pair.standby, EXPORTER_ROLE), signals="migration_lock")
+        assert on_standby.measured("migration_lock") == 0
+        assert on_standby.failure_reasons("migration_lock") == {Reason.HOT_STANDBY.value}
+        assert on_standby.series_of("orpycamcp_migration_lock_") == []
+        on_primary = await scrape_once(pair.url(pair.primary, EXPORTER_ROLE), signals="migration_lock")
+        assert on_primary.get("orpycamcp_migration_lock_held") == 1
+    finally:
+        await holder.close()
 
 
 @contextlib.asynccontextmanager

@@ -14,7 +14,7 @@ import yaml
 from exporter.backlogs import NO_DECLARATIONS, load_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
 from exporter.service import catalog_of
-from exporter.signals import audit_chain, backlog
+from exporter.signals import audit_chain, backlog, migration_lock
 from exporter.tools.contract import contract_document
 from registry import BUILTIN, META, Registry
 from tests.commands import refused_in_one_line, run_exporter
@@ -102,6 +102,13 @@ def test_a_bad_declarations_file_is_refused_in_one_line(tmp_path: Path) -> None:
     assert "key 'tenants.table'" in refused_in_one_line("contract", "--backlogs.config-file", str(path))
 
 
+def test_the_migration_lock_statement_reads_the_key_the_contract_names() -> None:
+    lock = contract_document(NO_DECLARATIONS)["signals"]["migration_lock"]["advisory_lock"]
+    assert int.from_bytes(lock["key"].encode("ascii"), "big") == lock["bigint"]
+    for column in ("classid", "objid", "objsubid"):
+        assert f"l.{column} = {lock[column]}" in migration_lock.LOCK_SQL, column
+
+
 def test_the_statements_read_what_the_contract_names() -> None:
     signals = contract_document(NO_DECLARATIONS)["signals"]
     tables = {
@@ -140,7 +147,8 @@ async def test_the_reference_ddl_holds_every_table_and_column_the_contract_names
     schema, table = tenants["table"].split(".")
     wanted |= {(schema, table, tenants["slug"]), *((schema, table, column) for column in tenants["measured"])}
     for signal in document["signals"].values():
-        if signal["source"] != "postgresql":
+        # migration_lock reads PostgreSQL's own catalogs (its `tables`), not the platform's DDL.
+        if signal["source"] != "postgresql" or "table" not in signal:
             continue
         schema, table = ("tenant_acme", signal["table"]) if signal["scope"] == "tenant" else signal["table"].split(".")
         columns = [

@@ -58,7 +58,15 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert response is not None, log_path.read_text()
         page = parse(response.content)
         assert f"http://127.0.0.1:{port}/metrics" in log_path.read_text()
-        for signal_name in ("dlq", "preservation", "audit_chain", "streams", "kyc_dead_letters", "outbox"):
+        for signal_name in (
+            "dlq",
+            "preservation",
+            "audit_chain",
+            "migration_lock",
+            "streams",
+            "kyc_dead_letters",
+            "outbox",
+        ):
             assert page.measured(signal_name) == 1, (signal_name, log_path.read_text())
         assert page.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 3
         assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 2

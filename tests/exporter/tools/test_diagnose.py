@@ -182,7 +182,10 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
         "| `orpycamcp_backlog_oldest_pending_timestamp_seconds` | gauge | outbox |"
         " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
     )
-    assert "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `streams`, `kyc_dead_letters`, `outbox`" in done.stdout
+    assert (
+        "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `migration_lock`, `streams`, `kyc_dead_letters`, `outbox`"
+        in done.stdout
+    )
 
 
 @pytest.mark.parametrize(
