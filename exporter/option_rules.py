@@ -162,11 +162,13 @@ def signal_cadences(
     declared = {backlog.name: backlog.cadence for backlog in backlogs} | dict(streams.cadences)
     options = {"ttl": "signals_ttl", "deadline": "signals_deadline"}
     given = {key: dict(reading.values[option] or ()) for key, option in options.items()}
+    # A declarations file refused declares nothing: its signals are not reported a second time as unknown.
+    file_refused = any(error.setting.startswith(describe("backlogs_file")) for error in reading.errors)
     for key, option in options.items():
         for name in given[key]:
-            if name not in enabled:
+            if name not in enabled and not file_refused:
                 reading.refuse(option, f"signal {name!r} is not enabled (enabled: {', '.join(enabled) or 'none'})")
-            elif getattr(declared.get(name, INHERITED), key) is not None:
+            elif name in enabled and getattr(declared.get(name, INHERITED), key) is not None:
                 reading.refuse(
                     option, f"signal {name!r} declares its {key} in {describe('backlogs_file')}: set it once"
                 )

@@ -266,12 +266,16 @@ class Settings:
         tables = (
             f"; built-in declarations replaced: {', '.join(table.name for table in self.tables)}" if self.tables else ""
         )
+        cadences = "".join(
+            f"; {name} every {cadence.ttl:g}s (deadline {cadence.deadline:g}s)" for name, cadence in self.cadences
+        )
         return (
             f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
             + proxies
             + declared
             + tenants
             + tables
+            + cadences
         )
 
 

@@ -165,11 +165,24 @@
   // `series` (a data time selector) without the copies whose data is older than
   // dataMaxAge or whose sample is older than sampleMaxAge.
   currentData(config, series)::
-    '(%(s)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
+    '(%(s)s and %(aged)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
       s: series,
+      aged: $.plusTtl(config, series, $.ttl + $.selector(config)),
       data: $.seconds(config.dataMaxAge),
       sample: $.sampleMaxAge(config),
     },
+
+  // Each target's TTL of each signal: how long it serves a measurement from
+  // cache before it measures again (its own cadence, --signals.ttl or a
+  // declaration's `ttl:`, else --ttl).
+  ttl:: 'orpycamcp_signal_ttl_seconds',
+
+  // `series` (per target or per database, and signal) plus the signal's own
+  // TTL (`ttlSeries`, orpycamcp_signal_ttl_seconds or its `:max`), or plus
+  // exporterTtl where an exporter publishes no TTL: how old its data or last
+  // success may be between two refreshes, and no older.
+  plusTtl(config, series, ttlSeries)::
+    '(%(s)s + %(t)s or %(s)s + %(d)d)' % { s: series, t: ttlSeries, d: $.seconds(config.exporterTtl) },
 
   // The signal a family's values come from: its name's first word (dlq,
   // preservation, audit_chain), or, for a declared backlog's families, the
