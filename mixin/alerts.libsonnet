@@ -546,7 +546,7 @@ local lib = import 'lib.libsonnet';
                   group by (job, backlog) (last_over_time(orpycamcp:backlog_oldest_pending_timestamp_seconds:max[%s])),
                 "signal", "$1", "backlog", "(.+)"
               )
-            ||| % c.backlogOldestLookback,
+            ||| % lib.closedRange(c.backlogOldestLookback),
             c.backlogPendingAgeUnknownFor,
             'Items of a declared backlog are pending but the age of the oldest is unknown.',
             'Backlog {{ $labels.backlog }}%s reports {{ $value }} pending items but no oldest-pending timestamp, so their age cannot be checked.' % backlogGroup,

@@ -172,6 +172,13 @@
       sample: $.sampleMaxAge(config),
     },
 
+  // A range selector's duration that holds the same samples under Prometheus 2
+  // ([t - d, t]) and 3 (left-open: (t - d, t]): 1 ms wider, so the sample at
+  // exactly t - d stays in under 3; under 2 it adds only a sample at exactly
+  // t - d - 1 ms, which no series on a scrape or evaluation grid has
+  // (docs/alerts-and-dashboard.md#prometheus-3).
+  closedRange(duration):: duration + '1ms',
+
   // Each target's TTL of each signal: how long it serves a measurement from
   // cache before it measures again (its own cadence, --signals.ttl or a
   // declaration's `ttl:`, else --ttl).

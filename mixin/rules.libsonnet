@@ -187,7 +187,7 @@ local lib = import 'lib.libsonnet';
           },
           {
             record: lib.latestIdentity,
-            expr: 'topk without (%s) (1, last_over_time(orpycamcp:database_identity:last_seen_timestamp_seconds%s[%s])) * 0 + 1' % [id, sel, c.databaseMemory],
+            expr: 'topk without (%s) (1, last_over_time(orpycamcp:database_identity:last_seen_timestamp_seconds%s[%s])) * 0 + 1' % [id, sel, lib.closedRange(c.databaseMemory)],
           },
           // Per-database health: measured if at least one replica of the database measured it completely.
           maxRule('signal_measured'),

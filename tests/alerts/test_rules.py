@@ -362,7 +362,7 @@ def test_identity_of_each_target_is_remembered() -> None:
     latest = squeeze(record_rule("orpycamcp:database_identity:latest")["expr"])
     assert latest == (
         "topk without (database_identity) (1, last_over_time("
-        f"orpycamcp:database_identity:last_seen_timestamp_seconds{SELECTOR}[6h])) * 0 + 1"
+        f"orpycamcp:database_identity:last_seen_timestamp_seconds{SELECTOR}[6h1ms])) * 0 + 1"
     )
 
 
