@@ -297,6 +297,8 @@ EXPORTER_TTL = 30  # exporterTtl: an exporter that publishes no TTL
 def aged(series: str) -> str:
     """`series` plus its signal's own TTL (the exporter's default where none is published)."""
     return f"({series} + {TTL}{SELECTOR} or {series} + {EXPORTER_TTL})"
+
+
 SAMPLE_MAX_AGE = 45  # samplesFreshScrapes x scrapeInterval, 3 x 15s
 
 
