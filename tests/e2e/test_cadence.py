@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 import yaml
 
 from devkit.mixin import evaluate
 from devkit.process import RunningProcess, exporter_process
-from devkit.servers import LocalPostgres, start_postgres
+from devkit.servers import LocalPostgres
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import prometheus, query, wait_for
@@ -64,15 +65,6 @@ def statement_calls(admin_url: str, marker: str) -> int:
 
 
 @pytest.fixture
-def statements_pg() -> Iterator[LocalPostgres]:
-    server = start_postgres({"shared_preload_libraries": "pg_stat_statements"})
-    try:
-        yield server
-    finally:
-        server.remove()
-
-
-@pytest.fixture
 def stack(statements_pg: LocalPostgres, tmp_path: Path) -> Iterator[tuple[Platform, RunningProcess, RunningProcess]]:
     platform = asyncio.run(create_platform(statements_pg))
     asyncio.run(platform.add_tenant("acme"))
@@ -109,6 +101,8 @@ def test_a_backlog_on_its_own_cadence_beside_the_builtins(
 ) -> None:
     platform, _, prom = stack
     admin = platform.admin_url
+    # Prometheus answers queries once its storage is open.
+    wait_for(lambda: httpx.get(prom.url + "/-/ready", timeout=5).status_code == 200, 60, prom.log)
     # Each signal's TTL, as Prometheus reads it and as the rules record it.
     wait_for(lambda: query(prom, "orpycamcp:signal_ttl_seconds:max"), 60, prom.log)
     ttls = {
