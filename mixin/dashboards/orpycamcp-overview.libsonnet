@@ -231,9 +231,12 @@ function(c)
       g.timeseries(
         57,
         'Data age',
-        "How old the data of each signal's values is: now minus orpycamcp_signal_data_timestamp_seconds (when the measurement began, less a standby's replay lag or a Redis replica's lag), the freshest replica of each cluster. A copy older than its signal's own TTL (orpycamcp_signal_ttl_seconds) plus %s counts in no platform total. Gaps: the signal unmeasured." % c.dataMaxAge,
+        "How old the data of each signal's values is: now minus orpycamcp_signal_data_timestamp_seconds (when the measurement began, less a standby's replay lag or a Redis replica's lag), the freshest replica of each cluster. Beside it, each signal's own TTL (orpycamcp_signal_ttl_seconds): its data is up to that old between refreshes. A copy older than its signal's TTL plus %s counts in no platform total. Gaps: the signal unmeasured." % c.dataMaxAge,
         's',
-        [q('time() - ' + perCluster('orpycamcp_signal_data_timestamp_seconds', ['signal']), '%(cluster)s {{signal}}')],
+        [
+          q('time() - ' + perCluster('orpycamcp_signal_data_timestamp_seconds', ['signal']), '%(cluster)s {{signal}}'),
+          q(perCluster('orpycamcp_signal_ttl_seconds', ['signal']), '%(cluster)s {{signal}} TTL'),
+        ],
         height=6,
       ),
 
