@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from exporter import zones
+from exporter.cadence import CADENCE_KEYS, INHERITED, DeclaredCadence, declared_cadence
 from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
@@ -54,6 +55,7 @@ KEYS = (
     "timezone",
     "states",
     "arrivals",
+    *CADENCE_KEYS,
 )
 REQUIRED = ("help", "scope", "table", "pending")
 TOP_LEVEL = ("version", "tenants", "signals", "backlogs", "streams")
@@ -160,6 +162,8 @@ class Backlog:
     # A built-in signal's label columns and families; a declared backlog's come from group_by.
     label_columns: tuple[LabelColumn, ...] | None = None
     output: Output = DECLARED_OUTPUT
+    # Its own TTL and deadline (`ttl:`, `deadline:`), else the global ones (exporter.cadence).
+    cadence: DeclaredCadence = INHERITED
 
     @property
     def grouping(self) -> tuple[LabelColumn, ...]:
@@ -526,6 +530,7 @@ class _Reader:
             states=states,
             arrivals=arrivals,
             group_catch_all=group_catch_all,
+            cadence=declared_cadence(raw, lambda key, problem: self.fail(name, key, problem)),
         )
 
     def zone(self, backlog: str, raw: dict[object, object]) -> str:

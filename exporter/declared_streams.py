@@ -14,6 +14,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
+from exporter.cadence import CADENCE_KEYS, INHERITED, DeclaredCadence, declared_cadence
 from exporter.errors import BacklogConfigError
 from exporter.yamlfile import excerpt
 from registry.families import STREAM_SIGNAL_NAME, StreamSignalShape
@@ -31,6 +32,8 @@ class DeclaredStreams:
     dead_letter_streams: tuple[str, ...] = ()
     # Signals of their own, each reading its pairs and dead-letter streams apart from `streams`.
     signals: tuple[StreamSignalShape, ...] = ()
+    # The cadence a signal apart declares (`ttl:`, `deadline:`), by its name.
+    cadences: tuple[tuple[str, DeclaredCadence], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.consumer_groups or self.dead_letter_streams or self.signals)
@@ -107,24 +110,31 @@ class _Reader:
             self.dead_letter_streams(f"{key}.dead_letter_streams", dead_letters) if dead_letters is not None else (),
         )
 
-    def signal(self, name: object, raw: object) -> StreamSignalShape:
+    def signal(self, name: object, raw: object) -> tuple[StreamSignalShape, DeclaredCadence]:
         if not isinstance(name, str) or not STREAM_SIGNAL_NAME.fullmatch(name):
             raise self.fail(
                 f"streams.signals.{name}",
                 "a stream signal's name is streams_ followed by [a-z0-9_], at most 40 characters",
             )
-        _, read = self.read(f"streams.signals.{name}", raw, READ)
-        return StreamSignalShape(name, read.consumer_groups, read.dead_letter_streams)
+        key = f"streams.signals.{name}"
+        body, read = self.read(key, raw, (*READ, *CADENCE_KEYS))
+        cadence = declared_cadence(body, lambda item, problem: self.fail(f"{key}.{item}", problem))
+        return StreamSignalShape(name, read.consumer_groups, read.dead_letter_streams), cadence
 
     def streams(self, raw: object) -> DeclaredStreams:
         body, read = self.read("streams", raw, KEYS)
-        signals: tuple[StreamSignalShape, ...] = ()
+        apart: list[tuple[StreamSignalShape, DeclaredCadence]] = []
         if "signals" in body:
             declared = body["signals"]
             if not isinstance(declared, dict) or not declared:
                 raise self.fail("streams.signals", "must map each stream signal's name to what it reads")
-            signals = tuple(self.signal(name, item) for name, item in declared.items())
-        return DeclaredStreams(read.consumer_groups, read.dead_letter_streams, signals)
+            apart = [self.signal(name, item) for name, item in declared.items()]
+        return DeclaredStreams(
+            read.consumer_groups,
+            read.dead_letter_streams,
+            tuple(shape for shape, _ in apart),
+            tuple((shape.name, cadence) for shape, cadence in apart if cadence != INHERITED),
+        )
 
 
 def read_streams(raw: object, setting: str) -> DeclaredStreams:

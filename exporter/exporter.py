@@ -18,6 +18,7 @@ from exporter.samples import Sample
 from exporter.sources import Sources
 from exporter.timeouts import Timeouts
 from registry import Registry
+from registry.families import SIGNAL_TTL
 
 # Per signal, in order: the generation of its outcome, and whether this scrape reports it;
 # then per meta reader, in order: the generation of the reading it serves.
@@ -39,6 +40,8 @@ class Exporter:
         self.meta = tuple(meta)  # the meta families' readers (exporter.meta), in page order
         self._caches = {cache.signal.name: cache for cache in caches}
         self._pages = PageCache()
+        # Each signal's own TTL, for the rules that follow its cadence: constant for the process.
+        self._ttls = tuple(Sample(SIGNAL_TTL.name, (name,), cache.ttl) for name, cache in self._caches.items())
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -60,16 +63,18 @@ class Exporter:
         return self._pages.get(self._key([True] * len(self._caches), [reader.generation for reader in self.meta]))
 
     async def scrape(self, wait: float | None = None) -> Page:
-        """Outcomes of every enabled signal, waiting at most `wait` seconds (default: the scrape budget)."""
-        budget = self.timeouts.scrape_budget if wait is None else wait
+        """Outcomes of every enabled signal, waiting at most `wait` seconds (the bound the
+        scrape-timeout header sets, exporter.timeouts.header_wait) and for each signal at
+        most its own scrape budget (default: that budget)."""
+        budget = self.timeouts.bounded_wait(wait)
         names = self.signals
         results, served = await asyncio.gather(
-            asyncio.gather(*(self._caches[name].get(budget) for name in names)),
+            asyncio.gather(*(self._caches[name].get(self._caches[name].timeouts.bounded_wait(wait)) for name in names)),
             asyncio.gather(*(reader.scraped(budget) for reader in self.meta)),
         )
         outcomes: dict[str, Outcome | None] = dict(zip(names, results, strict=True))
         last = {name: cache.last for name, cache in self._caches.items()}
-        meta = (*(sample for one in served for sample in one.samples), *self._redis_link())
+        meta = (*self._ttls, *(sample for one in served for sample in one.samples), *self._redis_link())
         key = self._key([outcome is not None for outcome in results], [one.generation for one in served])
         return await self._pages.get_or_render_aside(
             key, lambda: rendered(assemble(names, outcomes, last, self.registry, meta))

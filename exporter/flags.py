@@ -29,6 +29,8 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "signals": "--signals",
         "ttl": "--ttl",
         "deadline": "--deadline",
+        "signals_ttl": "--signals.ttl",
+        "signals_deadline": "--signals.deadline",
         "max_connections": "--database.max-connections",
         "batch_size": "--database.batch-size",
         "idle_close": "--database.idle-close",

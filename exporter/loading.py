@@ -49,6 +49,7 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     declared = _declarations(reading)
     web = _web_config(reading)
     parsed["signals"] = option_rules.enabled_signals(reading, configured, declared.backlogs, declared.streams)
+    cadences = option_rules.signal_cadences(reading, parsed["signals"] or (), declared.backlogs, declared.streams)
     reading.done()
     return Settings(
         **parsed,
@@ -58,6 +59,7 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         tables=declared.tables,
         redis_tls=redis_tls,
         web=web,
+        cadences=cadences,
     )
 
 

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.backlogs import Backlog
+from exporter.cadence import INHERITED, Cadence, DeclaredCadence, resolved
 from exporter.declared_streams import DeclaredStreams
-from exporter.errors import ConfigError
+from exporter.errors import BacklogConfigError, ConfigError
 from exporter.options import Refused
 from exporter.precedence import OptionReading
 from exporter.secret_file import read_secret
@@ -130,3 +131,64 @@ def enabled_signals(
             reading.refuse(needed, f"signal {name!r} needs it")
     # Registry order, whatever order they were given in.
     return tuple(name for name in sources if name in given)
+
+
+def _cadence_source(
+    name: str, key: str, declared: Mapping[str, DeclaredCadence], given: Mapping[str, Mapping[str, float]]
+) -> tuple[str, float] | None:
+    """Where the signal's own `key` (ttl or deadline) comes from: "declared" or "flag", and its value."""
+    own = getattr(declared.get(name, INHERITED), key)
+    if own is not None:
+        return "declared", own
+    if name in given[key]:
+        return "flag", given[key][name]
+    return None
+
+
+def _declared_refusal(name: str, key: str, backlogs: tuple[Backlog, ...], problem: str) -> ConfigError:
+    """The refusal naming the declaration's key that sets a signal's cadence."""
+    setting = describe("backlogs_file")
+    if any(backlog.name == name for backlog in backlogs):
+        return BacklogConfigError(setting, name, key, problem)
+    return BacklogConfigError(setting, None, f"streams.signals.{name}.{key}", problem)
+
+
+def signal_cadences(
+    reading: OptionReading, enabled: tuple[str, ...], backlogs: tuple[Backlog, ...], streams: DeclaredStreams
+) -> tuple[tuple[str, Cadence], ...]:
+    """Each enabled signal's TTL and deadline where they differ from --ttl and --deadline:
+    from its declaration, else from --signals.ttl / --signals.deadline; each deadline below its TTL."""
+    ttl, deadline = reading.values["ttl"], reading.values["deadline"]
+    declared = {backlog.name: backlog.cadence for backlog in backlogs} | dict(streams.cadences)
+    options = {"ttl": "signals_ttl", "deadline": "signals_deadline"}
+    given = {key: dict(reading.values[option] or ()) for key, option in options.items()}
+    # A declarations file refused declares nothing: its signals are not reported a second time as unknown.
+    file_refused = any(error.setting.startswith(describe("backlogs_file")) for error in reading.errors)
+    for key, option in options.items():
+        for name in given[key]:
+            if name not in enabled and not file_refused:
+                reading.refuse(option, f"signal {name!r} is not enabled (enabled: {', '.join(enabled) or 'none'})")
+            elif name in enabled and getattr(declared.get(name, INHERITED), key) is not None:
+                reading.refuse(
+                    option, f"signal {name!r} declares its {key} in {describe('backlogs_file')}: set it once"
+                )
+    if ttl is None or deadline is None:
+        return ()  # refused already
+    cadences: list[tuple[str, Cadence]] = []
+    for name in enabled:
+        sources = {key: _cadence_source(name, key, declared, given) for key in options}
+        cadence = resolved(
+            DeclaredCadence(*(source[1] if source else None for source in sources.values())), ttl, deadline
+        )
+        if cadence.deadline >= cadence.ttl:
+            # Blamed: the signal's own deadline if it has one, else its own TTL.
+            key = "deadline" if sources["deadline"] is not None else "ttl"
+            blamed = sources[key]
+            problem = f"signal {name!r}: its deadline must be below its TTL ({cadence.deadline:g} >= {cadence.ttl:g})"
+            if blamed is not None and blamed[0] == "declared":
+                reading.errors.append(_declared_refusal(name, key, backlogs, problem))
+            else:
+                reading.refuse(options[key], problem)
+        elif cadence != Cadence(ttl, deadline):
+            cadences.append((name, cadence))
+    return tuple(cadences)

@@ -62,6 +62,20 @@ def timeouts_of(settings: Settings) -> Timeouts:
     return Timeouts(deadline=settings.deadline)
 
 
+def signal_timeouts(settings: Settings, signal: str) -> Timeouts:
+    """The limits of one signal's measurement: its own deadline (exporter.cadence)."""
+    return Timeouts(deadline=settings.cadence(signal).deadline)
+
+
+def source_timeouts(settings: Settings, source: Source) -> Timeouts:
+    """The limits a source's client sets on every statement and connection: the longest
+    deadline of the signals reading it (a signal's own deadline cuts its measurement),
+    never below --deadline (the identity and replay-lag reads)."""
+    catalog = catalog_of(settings.backlogs, settings.streams)
+    deadlines = [settings.cadence(name).deadline for name in settings.signals if catalog.signals[name].source is source]
+    return Timeouts(deadline=max([settings.deadline, *deadlines]))
+
+
 def _configured(url: str | None, source: str) -> str:
     if url is None:
         raise ValueError(f"no {source} URL is configured")
@@ -95,11 +109,16 @@ def redis_settings(settings: Settings) -> RedisSettings:
 
 def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
     """The clients of the configured sources; none connects before its first use."""
-    timeouts = timeouts_of(settings)
     postgres = (
-        Postgres(postgres_settings(settings), timeouts, clock=clock) if settings.database_url is not None else None
+        Postgres(postgres_settings(settings), source_timeouts(settings, Source.POSTGRES), clock=clock)
+        if settings.database_url is not None
+        else None
     )
-    redis = RedisStreams(redis_settings(settings), timeouts) if settings.redis_url is not None else None
+    redis = (
+        RedisStreams(redis_settings(settings), source_timeouts(settings, Source.REDIS))
+        if settings.redis_url is not None
+        else None
+    )
     return Sources(postgres=postgres, redis=redis)
 
 
@@ -108,7 +127,14 @@ def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     sources = build_sources(settings, clock)
     catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
     caches = [
-        SignalCache(catalog.signals[name], sources, settings.ttl, timeouts, catalog.registry, clock)
+        SignalCache(
+            catalog.signals[name],
+            sources,
+            settings.cadence(name).ttl,
+            signal_timeouts(settings, name),
+            catalog.registry,
+            clock,
+        )
         for name in settings.signals
     ]
     reads_postgres = any(catalog.signals[name].source is Source.POSTGRES for name in settings.signals)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.backlogs import Backlog
+from exporter.cadence import Cadence, PerSignal
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
@@ -118,6 +119,20 @@ class Settings:
         default="10",
         aliases=("METRICS_DEADLINE_SECONDS",),
     )
+    signals_ttl: tuple[tuple[str, float], ...] | None = option(
+        PerSignal(),
+        "a TTL of its own per signal, NAME=DURATION comma-separated (dlq=60,audit_chain=5m); a declaration sets its"
+        " own with `ttl:`",
+        metavar="LIST",
+        default_doc="--ttl",
+    )
+    signals_deadline: tuple[tuple[str, float], ...] | None = option(
+        PerSignal(),
+        "a deadline of its own per signal, NAME=DURATION comma-separated, each below the signal's TTL; a declaration"
+        " sets its own with `deadline:`",
+        metavar="LIST",
+        default_doc="--deadline",
+    )
     max_connections: int = option(
         Count(1, 64),
         "PostgreSQL connections at most",
@@ -215,6 +230,12 @@ class Settings:
     tenants: TenantList = DEFAULT_TENANTS
     tables: tuple[Backlog, ...] = ()  # the built-in table signals' declarations replaced (signals.dlq, ...)
     web: WebConfig = field(default_factory=WebConfig)
+    # Each enabled signal's own TTL and deadline where it differs from --ttl and --deadline.
+    cadences: tuple[tuple[str, Cadence], ...] = ()
+
+    def cadence(self, signal: str) -> Cadence:
+        """The TTL and deadline of `signal`: its own, else the global ones."""
+        return dict(self.cadences).get(signal, Cadence(self.ttl, self.deadline))
 
     @property
     def listen_host(self) -> str:
@@ -245,12 +266,16 @@ class Settings:
         tables = (
             f"; built-in declarations replaced: {', '.join(table.name for table in self.tables)}" if self.tables else ""
         )
+        cadences = "".join(
+            f"; {name} every {cadence.ttl:g}s (deadline {cadence.deadline:g}s)" for name, cadence in self.cadences
+        )
         return (
             f"signals {','.join(self.signals)} on {where}, TLS {'on' if self.web.tls else 'off'}, basic auth {auth}"
             + proxies
             + declared
             + tenants
             + tables
+            + cadences
         )
 
 

@@ -74,6 +74,17 @@ class Timeouts:
 
     def scrape_wait(self, scrape_timeout: float | None) -> float:
         """How long a scrape may wait, given Prometheus' scrape timeout (None: not sent)."""
-        if scrape_timeout is None:
-            return self.scrape_budget
-        return min(max(scrape_timeout - SCRAPE_TIMEOUT_MARGIN_SECONDS, MIN_SCRAPE_WAIT_SECONDS), self.scrape_budget)
+        return self.bounded_wait(header_wait(scrape_timeout))
+
+    def bounded_wait(self, wait: float | None) -> float:
+        """How long a scrape that may wait `wait` seconds (None: unbounded) waits for
+        a measurement under these limits: never past the scrape budget."""
+        return self.scrape_budget if wait is None else min(wait, self.scrape_budget)
+
+
+def header_wait(scrape_timeout: float | None) -> float | None:
+    """How long any scrape may wait, given Prometheus' scrape timeout (None: not sent):
+    the bound of every answer, whatever a signal's own deadline."""
+    if scrape_timeout is None:
+        return None
+    return max(scrape_timeout - SCRAPE_TIMEOUT_MARGIN_SECONDS, MIN_SCRAPE_WAIT_SECONDS)

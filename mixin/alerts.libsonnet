@@ -65,6 +65,19 @@ local lib = import 'lib.libsonnet';
       cl,
     ],
 
+  // A signal whose own TTL (orpycamcp:signal_ttl_seconds:max) is at least the
+  // unmeasured alert's window, last measured completely within its TTL plus
+  // that window: a failure held for its TTL (at most one measurement) is not
+  // paged. `wrap` aggregates each series (the bus: one per deployment).
+  local heldFailure(matcher, wrap) =
+    '(%(ttl)s >= %(window)d and time() - %(last)s <= %(ttl)s + %(window)d)' % {
+      ttl: wrap('orpycamcp:signal_ttl_seconds:max{%s}' % matcher),
+      last: wrap('orpycamcp:signal_last_success_timestamp_seconds:max{%s}' % matcher),
+      window: lib.seconds(c.signalUnmeasuredFor),
+    },
+  local identity(series) = series,
+  local last(matcher) = 'orpycamcp:signal_last_success_timestamp_seconds:max{%s}' % matcher,
+
   // An alert about each target: the labels of an HA Prometheus pair (haLabels)
   // dropped, so both servers' series of one target make one alert.
   local perTarget(expr) =
@@ -155,10 +168,21 @@ local lib = import 'lib.libsonnet';
         rules: [
           alert(
             'OrpycamcpSignalUnmeasured', 'warning', 'unmeasured',
+            // A signal whose own TTL is at least the `for` window shows one failed
+            // measurement that long: its unmeasured state counts only once its last
+            // success is older than its TTL plus the window (for a 5-minute backlog:
+            // the measurement after the failed one failed too), or if it never succeeded.
             |||
               orpycamcp:signal_measured:max{signal!~"%(bus)s"} == 0
+                unless %(heldNotBus)s
               or max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
-            ||| % { k: k, bus: lib.busSignals },
+                unless on (%(k)s, signal) %(heldBus)s
+            ||| % {
+              k: k,
+              bus: lib.busSignals,
+              heldNotBus: heldFailure('signal!~"%s"' % lib.busSignals, identity),
+              heldBus: heldFailure('signal=~"%s"' % lib.busSignals, (function(series) 'max by (%s, signal) (%s)' % [k, series])),
+            },
             'An orpycamcp signal cannot be measured; its value is unknown.',
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
@@ -183,12 +207,20 @@ local lib = import 'lib.libsonnet';
           ) + { keep_firing_for: c.signalUnmeasuredFor },
           alert(
             'OrpycamcpSignalStale', 'critical', 'stale',
+            // Counted past the signal's own TTL: a 5-minute backlog is 5 minutes old between refreshes.
             |||
-              time() - orpycamcp:signal_last_success_timestamp_seconds:max{signal!~"%(bus)s"} > %(age)d
-              or time() - max by (%(k)s, signal) (orpycamcp:signal_last_success_timestamp_seconds:max{signal=~"%(bus)s"}) > %(age)d
-            ||| % { k: k, age: lib.seconds(c.signalStaleAge), bus: lib.busSignals },
+              time() - %(notBus)s > %(notBusLimit)s + %(age)d
+              or time() - max by (%(k)s, signal) (%(bus)s) > max by (%(k)s, signal) (%(busLimit)s) + %(age)d
+            ||| % {
+              k: k,
+              age: lib.seconds(c.signalStaleAge),
+              notBus: last('signal!~"%s"' % lib.busSignals),
+              bus: last('signal=~"%s"' % lib.busSignals),
+              notBusLimit: lib.plusTtl(c, last('signal!~"%s"' % lib.busSignals) + ' * 0', 'orpycamcp:signal_ttl_seconds:max'),
+              busLimit: lib.plusTtl(c, last('signal=~"%s"' % lib.busSignals) + ' * 0', 'orpycamcp:signal_ttl_seconds:max'),
+            },
             'An orpycamcp signal has not been measured successfully for a long time.',
-            'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s).' % [commaCluster, c.signalStaleAge],
+            'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s past its TTL).' % [commaCluster, c.signalStaleAge],
             forDuration=c.signalStaleFor,
           ),
           alert(
@@ -532,7 +564,7 @@ local lib = import 'lib.libsonnet';
                   group by (job, backlog) (last_over_time(orpycamcp:backlog_oldest_pending_timestamp_seconds:max[%s])),
                 "signal", "$1", "backlog", "(.+)"
               )
-            ||| % c.backlogOldestLookback,
+            ||| % lib.closedRange(c.backlogOldestLookback),
             c.backlogPendingAgeUnknownFor,
             'Items of a declared backlog are pending but the age of the oldest is unknown.',
             'Backlog {{ $labels.backlog }}%s reports {{ $value }} pending items but no oldest-pending timestamp, so their age cannot be checked.' % backlogGroup,

@@ -28,10 +28,15 @@
     // exporters) merge by the copy whose data is the newest
     // (orpycamcp_signal_data_timestamp_seconds: the measurement's start, less
     // a standby's replay lag), never by the largest value. A copy whose data
-    // is older than this never counts: a database with no younger copy is
-    // unmeasured for the totals (absent, never stale). Above the exporter's
-    // --ttl + the scrape interval + --deadline (30 s + 15 s + 10 s by default).
-    dataMaxAge: '2m',
+    // is older than its signal's own TTL (orpycamcp_signal_ttl_seconds) plus
+    // this never counts: a database with no younger copy is unmeasured for
+    // the totals (absent, never stale). Above the scrape interval + the
+    // exporter's --deadline (15 s + 10 s by default) and any signal's own
+    // deadline: a 5-minute backlog's data may be 5 minutes + this old.
+    dataMaxAge: '90s',
+    // The exporter's --ttl: the TTL of the signals of an exporter that
+    // publishes no orpycamcp_signal_ttl_seconds (one older than this mixin).
+    exporterTtl: '30s',
     // The scrape interval of the exporter's job. A copy counts only while its
     // data time was scraped within samplesFreshScrapes intervals (its sample's
     // own timestamp): a dead HA Prometheus's last remote-written samples and
@@ -66,6 +71,7 @@
     // Every exporter of one cluster unable to read the streams while another
     // cluster's read them, this long: OrpycamcpStreamsUnreadableFromCluster.
     streamsUnreadableFromClusterFor: '15m',
+    // A signal's last complete measurement older than its own TTL plus this: OrpycamcpSignalStale.
     signalStaleAge: '30m',
     signalStaleFor: '5m',
     databaseReplayLagAge: '5m',

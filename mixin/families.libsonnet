@@ -4,6 +4,7 @@
 {
   signal_measured: ['signal'],
   signal_last_success_timestamp_seconds: ['signal'],
+  signal_ttl_seconds: ['signal'],
   database_replay_lag_seconds: [],
   redis_replica_lag_seconds: [],
   dlq_pending_events: ['origin_group'],

@@ -165,11 +165,31 @@
   // `series` (a data time selector) without the copies whose data is older than
   // dataMaxAge or whose sample is older than sampleMaxAge.
   currentData(config, series)::
-    '(%(s)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
+    '(%(s)s and %(aged)s >= time() - %(data)d unless timestamp(%(s)s) < time() - %(sample)d)' % {
       s: series,
+      aged: $.plusTtl(config, series, $.ttl + $.selector(config)),
       data: $.seconds(config.dataMaxAge),
       sample: $.sampleMaxAge(config),
     },
+
+  // A range selector's duration that holds the same samples under Prometheus 2
+  // ([t - d, t]) and 3 (left-open: (t - d, t]): 1 ms wider, so the sample at
+  // exactly t - d stays in under 3; under 2 it adds only a sample at exactly
+  // t - d - 1 ms, which no series on a scrape or evaluation grid has
+  // (docs/alerts-and-dashboard.md#prometheus-3).
+  closedRange(duration):: duration + '1ms',
+
+  // Each target's TTL of each signal: how long it serves a measurement from
+  // cache before it measures again (its own cadence, --signals.ttl or a
+  // declaration's `ttl:`, else --ttl).
+  ttl:: 'orpycamcp_signal_ttl_seconds',
+
+  // `series` (per target or per database, and signal) plus the signal's own
+  // TTL (`ttlSeries`, orpycamcp_signal_ttl_seconds or its `:max`), or plus
+  // exporterTtl where an exporter publishes no TTL: how old its data or last
+  // success may be between two refreshes, and no older.
+  plusTtl(config, series, ttlSeries)::
+    '(%(s)s + %(t)s or %(s)s + %(d)d)' % { s: series, t: ttlSeries, d: $.seconds(config.exporterTtl) },
 
   // The signal a family's values come from: its name's first word (dlq,
   // preservation, audit_chain), or, for a declared backlog's families, the

@@ -42,13 +42,13 @@ local lib = import 'lib.libsonnet';
     'group by (%s, %s) (%s%s)' % [k, id, lib.latestIdentity, lib.selector(c, notRetired) + (if offset == '' then '' else ' offset ' + offset)],
   local known = '(%s or group by (%s, %s) (%s))' % [knownFromMemory(), k, id, info],
   // The databases with a replica that reports its identity now and measured `signal` completely.
-  // A copy whose data is older than dataMaxAge, or whose data time sample is
+  // A copy whose data is older than its signal's own TTL plus dataMaxAge, or whose data time sample is
   // older than lib.sampleMaxAge (left by a server gone), did not measure it now.
   local measuredNow(signalMatcher, extra=[]) =
     'group by (%(by)s) ((%(measured)s == 1 unless %(old)s unless timestamp(%(dated)s) < time() - %(sample)d) * ignoring (signal, %(id)s) group_left (%(id)s) %(info)s)' % {
       by: lib.list(keys + [id] + extra),
       measured: lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c, [signalMatcher])),
-      old: '%s%s < time() - %d' % [lib.dataTime, sel, lib.seconds(c.dataMaxAge)],
+      old: '%s < time() - %d' % [lib.plusTtl(c, lib.dataTime + sel, lib.ttl + sel), lib.seconds(c.dataMaxAge)],
       dated: lib.dataTime + sel,
       sample: lib.sampleMaxAge(c),
       id: id,
@@ -187,11 +187,13 @@ local lib = import 'lib.libsonnet';
           },
           {
             record: lib.latestIdentity,
-            expr: 'topk without (%s) (1, last_over_time(orpycamcp:database_identity:last_seen_timestamp_seconds%s[%s])) * 0 + 1' % [id, sel, c.databaseMemory],
+            expr: 'topk without (%s) (1, last_over_time(orpycamcp:database_identity:last_seen_timestamp_seconds%s[%s])) * 0 + 1' % [id, sel, lib.closedRange(c.databaseMemory)],
           },
           // Per-database health: measured if at least one replica of the database measured it completely.
           maxRule('signal_measured'),
           maxRule('signal_last_success_timestamp_seconds'),
+          // Each signal's own cadence: the staleness of its data and last success is counted past it.
+          maxRule('signal_ttl_seconds'),
           // The hot standby the exporter reads from (absent on a primary).
           maxRule('database_replay_lag_seconds'),
           // The Redis replica the streams are read from (absent on a master).

@@ -75,6 +75,15 @@ SIGNAL_DATA_TIME = Family(
     combinations=single(SIGNALS),
     sparse=True,
 )
+# Each signal's own cadence (exporter/cadence.py): the shipped rules allow a
+# signal's data to be as old as its own TTL before it counts as not measured now.
+SIGNAL_TTL = Family(
+    name=PREFIX + "signal_ttl_seconds",
+    help="Seconds a measurement of the signal is served from cache before it is measured again (its own TTL).",
+    signal=META,
+    labels=("signal",),
+    combinations=single(SIGNALS),
+)
 DLQ_PENDING = Family(
     name=PREFIX + "dlq_pending_events",
     help="Dead-lettered events pending an administrator, summed over all tenants.",
@@ -323,6 +332,7 @@ FAMILIES: tuple[Family, ...] = (
     SIGNAL_LAST_SUCCESS,
     SIGNAL_DURATION,
     SIGNAL_DATA_TIME,
+    SIGNAL_TTL,
     DLQ_PENDING,
     DLQ_OLDEST,
     PRESERVATION_EXHAUSTED,
@@ -485,6 +495,7 @@ def extended(
         SIGNAL_LAST_SUCCESS: single(everything),
         SIGNAL_DURATION: single(everything),
         SIGNAL_DATA_TIME: single(everything),
+        SIGNAL_TTL: single(everything),
         SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
         STREAM_PENDING: STREAM_GROUPS + stream_groups,
         STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,

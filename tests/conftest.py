@@ -6,7 +6,16 @@ from collections.abc import AsyncIterator, Generator, Iterator
 import pytest
 
 from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
-from devkit.servers import PostgresServer, RedisServer, in_containers, postgres_server, redis_server, servers_header
+from devkit.servers import (
+    LocalPostgres,
+    PostgresServer,
+    RedisServer,
+    in_containers,
+    postgres_server,
+    redis_server,
+    servers_header,
+    start_postgres,
+)
 from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of this run
 from tests.parallel import ALONE, run_order, shared_directory, turn
 from tests.platform import Platform, create_platform
@@ -88,6 +97,16 @@ def pg_server() -> Iterator[PostgresServer]:
 def redis() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
+
+
+@pytest.fixture
+def statements_pg() -> Iterator[LocalPostgres]:
+    """A PostgreSQL of its own that counts every statement (pg_stat_statements)."""
+    server = start_postgres({"shared_preload_libraries": "pg_stat_statements"})
+    try:
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture(scope="module")

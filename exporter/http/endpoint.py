@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from exporter.exporter import Exporter
 from exporter.exposition.text import CONTENT_TYPE
+from exporter.timeouts import header_wait
 
 SCRAPE_TIMEOUT_HEADER = b"x-prometheus-scrape-timeout-seconds"
 
@@ -65,7 +66,7 @@ class MetricsEndpoint:
             if lowered in wanted:
                 wanted[lowered] = value
         body = self.exporter.cached_page() or await self.exporter.scrape(
-            self.exporter.timeouts.scrape_wait(scrape_timeout(wanted[SCRAPE_TIMEOUT_HEADER]))
+            header_wait(scrape_timeout(wanted[SCRAPE_TIMEOUT_HEADER]))
         )
         headers = list(self.COMMON_HEADERS)
         tail = self.tail() if self.tail is not None else b""

@@ -114,7 +114,7 @@ function(c)
       g.stat(
         2,
         'Age of last complete measurement',
-        "Time since the last complete measurement of each signal (orpycamcp_signal_last_success_timestamp_seconds, freshest replica). 'never' means the signal is reported but has never been measured completely. Alert OrpycamcpSignalStale fires above %s." % c.signalStaleAge,
+        "Time since the last complete measurement of each signal (orpycamcp_signal_last_success_timestamp_seconds, freshest replica). 'never' means the signal is reported but has never been measured completely. Alert OrpycamcpSignalStale fires above the signal's own TTL plus %s." % c.signalStaleAge,
         's',
         [q(age(perCluster('orpycamcp_signal_last_success_timestamp_seconds', ['signal'])) + ' or ' + perCluster('orpycamcp_signal_measured', ['signal']) + ' * NaN', '%(cluster)s {{signal}}')],
         noValue='unknown',
@@ -231,9 +231,12 @@ function(c)
       g.timeseries(
         57,
         'Data age',
-        "How old the data of each signal's values is: now minus orpycamcp_signal_data_timestamp_seconds (when the measurement began, less a standby's replay lag or a Redis replica's lag), the freshest replica of each cluster. A copy older than %s counts in no platform total. Gaps: the signal unmeasured." % c.dataMaxAge,
+        "How old the data of each signal's values is: now minus orpycamcp_signal_data_timestamp_seconds (when the measurement began, less a standby's replay lag or a Redis replica's lag), the freshest replica of each cluster. Beside it, each signal's own TTL (orpycamcp_signal_ttl_seconds): its data is up to that old between refreshes. A copy older than its signal's TTL plus %s counts in no platform total. Gaps: the signal unmeasured." % c.dataMaxAge,
         's',
-        [q('time() - ' + perCluster('orpycamcp_signal_data_timestamp_seconds', ['signal']), '%(cluster)s {{signal}}')],
+        [
+          q('time() - ' + perCluster('orpycamcp_signal_data_timestamp_seconds', ['signal']), '%(cluster)s {{signal}}'),
+          q(perCluster('orpycamcp_signal_ttl_seconds', ['signal']), '%(cluster)s {{signal}} TTL'),
+        ],
         height=6,
       ),
 

@@ -289,7 +289,16 @@ def test_recording_rules_merge_replicas_by_database_and_family_labels() -> None:
 
 
 DATA_TIME = "orpycamcp_signal_data_timestamp_seconds"
-DATA_MAX_AGE = 120  # dataMaxAge, 2m
+DATA_MAX_AGE = 90  # dataMaxAge, 90s past the signal's own TTL
+TTL = "orpycamcp_signal_ttl_seconds"
+EXPORTER_TTL = 30  # exporterTtl: an exporter that publishes no TTL
+
+
+def aged(series: str) -> str:
+    """`series` plus its signal's own TTL (the exporter's default where none is published)."""
+    return f"({series} + {TTL}{SELECTOR} or {series} + {EXPORTER_TTL})"
+
+
 SAMPLE_MAX_AGE = 45  # samplesFreshScrapes x scrapeInterval, 3 x 15s
 
 
@@ -308,7 +317,7 @@ def signal_of(family: str) -> str | None:
 
 
 def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tuple[str, ...]], str], by: str) -> str:
-    """`source`'s series of the copy with the newest data within dataMaxAge, per `by` and
+    """`source`'s series of the copy with the newest data within its TTL plus dataMaxAge, per `by` and
     signal; every copy of a database that dates none of its data."""
     signal = signal_of(source)
     matcher = 'signal=~".+"' if signal is None else f'signal="{signal}"'
@@ -320,7 +329,8 @@ def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tup
     identified = join(f"{source}{SELECTOR}", labels)
     own = [label for label in labels if not (signal is None and label == "backlog")]
     current = (
-        f"({dated_series} >= time() - {DATA_MAX_AGE} unless timestamp({dated_series}) < time() - {SAMPLE_MAX_AGE})"
+        f"({dated_series} and {aged(dated_series)} >= time() - {DATA_MAX_AGE}"
+        f" unless timestamp({dated_series}) < time() - {SAMPLE_MAX_AGE})"
     )
     fresh = join(current, ("signal",))
     newest = as_family(f"topk by ({by}, signal) (1, {fresh})")
@@ -354,7 +364,7 @@ def test_identity_of_each_target_is_remembered() -> None:
     latest = squeeze(record_rule("orpycamcp:database_identity:latest")["expr"])
     assert latest == (
         "topk without (database_identity) (1, last_over_time("
-        f"orpycamcp:database_identity:last_seen_timestamp_seconds{SELECTOR}[6h])) * 0 + 1"
+        f"orpycamcp:database_identity:last_seen_timestamp_seconds{SELECTOR}[6h1ms])) * 0 + 1"
     )
 
 
@@ -374,7 +384,7 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
     assert 'unless timestamp(orpycamcp_signal_measured{job="orpycamcp-exporter", signal=' in expr, expr
     # A copy whose data is past dataMaxAge, or whose sample a server gone left, measured nothing now.
     stale = (
-        f"{DATA_TIME}{SELECTOR} < time() - {DATA_MAX_AGE}"
+        f"{aged(DATA_TIME + SELECTOR)} < time() - {DATA_MAX_AGE}"
         f" unless timestamp({DATA_TIME}{SELECTOR}) < time() - {SAMPLE_MAX_AGE})"
     )
     assert f"== 1 unless {stale}" in expr, expr

@@ -12,18 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.load import run_load
-from devkit.servers import LocalPostgres, LocalRedis, start_postgres, start_redis
+from devkit.servers import LocalPostgres, LocalRedis, start_redis
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def statements_pg() -> Iterator[LocalPostgres]:
-    server = start_postgres({"shared_preload_libraries": "pg_stat_statements"})
-    try:
-        yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture
