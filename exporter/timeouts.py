@@ -72,10 +72,6 @@ class Timeouts:
         within the deadline."""
         return self.deadline / (sentinels + 1)
 
-    def scrape_wait(self, scrape_timeout: float | None) -> float:
-        """How long a scrape may wait, given Prometheus' scrape timeout (None: not sent)."""
-        return self.bounded_wait(header_wait(scrape_timeout))
-
     def bounded_wait(self, wait: float | None) -> float:
         """How long a scrape that may wait `wait` seconds (None: unbounded) waits for
         a measurement under these limits: never past the scrape budget."""

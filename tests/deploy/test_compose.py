@@ -21,7 +21,7 @@ import yaml
 from devkit.process import exporter_process
 from devkit.servers import PostgresServer, RedisServer, postgres_bindir, postgres_server, redis_server
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
-from exporter.timeouts import Timeouts
+from exporter.timeouts import Timeouts, header_wait
 from registry import SIGNALS
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.scrapes import parse
@@ -177,7 +177,7 @@ def test_scrape_timeout_below_interval_and_above_the_deadline() -> None:
     deadline = float(next((exporter_env[name] for name in option.envs if name in exporter_env), option.default))
     assert timeout < interval
     timeouts = Timeouts(deadline)
-    assert timeouts.scrape_wait(timeout) >= timeouts.scrape_budget
+    assert timeouts.bounded_wait(header_wait(timeout)) >= timeouts.scrape_budget
 
 
 def test_rule_files_are_the_mounted_rules() -> None:

@@ -13,6 +13,7 @@ from exporter.timeouts import (
     SCRAPE_GRACE_SECONDS,
     SCRAPE_TIMEOUT_MARGIN_SECONDS,
     Timeouts,
+    header_wait,
 )
 
 deadlines = st.floats(min_value=0.01, max_value=3600, allow_nan=False, allow_infinity=False)
@@ -28,9 +29,9 @@ def test_the_defaults_as_documented() -> None:
     assert timeouts.client == 11
     assert timeouts.scrape_budget == 10.5
     # Prometheus' scrape_timeout of 12 s (the deadline plus 1 s, as advised): a full measurement fits.
-    assert timeouts.scrape_wait(12) == timeouts.scrape_budget
+    assert timeouts.bounded_wait(header_wait(12)) == timeouts.scrape_budget
     # A shorter scrape timeout: answered 0.5 s before it.
-    assert timeouts.scrape_wait(3) == 2.5
+    assert timeouts.bounded_wait(header_wait(3)) == 2.5
 
 
 @given(deadlines)
@@ -51,13 +52,13 @@ def test_every_limit_follows_the_deadline(deadline: float) -> None:
 @given(deadlines)
 def test_without_the_header_a_scrape_waits_the_whole_budget(deadline: float) -> None:
     timeouts = Timeouts(deadline)
-    assert timeouts.scrape_wait(None) == timeouts.scrape_budget
+    assert timeouts.bounded_wait(header_wait(None)) == timeouts.scrape_budget
 
 
 @given(deadlines, scrape_timeouts)
 def test_a_scrape_answers_before_prometheus_gives_up(deadline: float, scrape_timeout: float) -> None:
     timeouts = Timeouts(deadline)
-    wait = timeouts.scrape_wait(scrape_timeout)
+    wait = timeouts.bounded_wait(header_wait(scrape_timeout))
     assert MIN_SCRAPE_WAIT_SECONDS <= wait <= timeouts.scrape_budget
     if scrape_timeout - SCRAPE_TIMEOUT_MARGIN_SECONDS >= MIN_SCRAPE_WAIT_SECONDS:
         assert wait <= scrape_timeout - SCRAPE_TIMEOUT_MARGIN_SECONDS
@@ -69,10 +70,10 @@ def test_a_scrape_answers_before_prometheus_gives_up(deadline: float, scrape_tim
 def test_a_longer_scrape_timeout_never_shortens_the_wait(deadline: float, a: float, b: float) -> None:
     timeouts = Timeouts(deadline)
     shorter, longer = sorted((a, b))
-    assert timeouts.scrape_wait(shorter) <= timeouts.scrape_wait(longer)
+    assert timeouts.bounded_wait(header_wait(shorter)) <= timeouts.bounded_wait(header_wait(longer))
 
 
 def test_a_scrape_timeout_within_the_margin_still_gets_the_minimum_wait() -> None:
     timeouts = Timeouts(deadline=10)
     for scrape_timeout in (0.0, 0.1, SCRAPE_TIMEOUT_MARGIN_SECONDS):
-        assert timeouts.scrape_wait(scrape_timeout) == MIN_SCRAPE_WAIT_SECONDS
+        assert timeouts.bounded_wait(header_wait(scrape_timeout)) == MIN_SCRAPE_WAIT_SECONDS

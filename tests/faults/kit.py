@@ -18,6 +18,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from devkit.servers import RedisServer
 from exporter.exporter import Exporter
+from exporter.timeouts import header_wait
 from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.scrapes import AUDIT_PREFIX, DLQ_PREFIX, PRESERVATION_PREFIX, STREAMS_PREFIX, Page, scrape, value_series
@@ -47,7 +48,7 @@ MAX_CONNECTIONS = 2  # --database.max-connections default
 async def timed_scrape(exporter: Exporter, timeout: float = SCRAPE_TIMEOUT) -> Page:  # noqa: ASYNC109
     """A scrape as Prometheus makes it; it must answer within the scrape timeout."""
     started = time.monotonic()
-    page = await scrape(exporter, wait=exporter.timeouts.scrape_wait(timeout))
+    page = await scrape(exporter, wait=exporter.timeouts.bounded_wait(header_wait(timeout)))
     elapsed = time.monotonic() - started
     assert elapsed < timeout, f"the scrape took {elapsed:.2f} s, past the {timeout:g} s scrape timeout"
     return page

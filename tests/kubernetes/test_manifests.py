@@ -25,7 +25,7 @@ from devkit import mixin
 from devkit.tools import tool
 from exporter.backlogs import parse_declarations
 from exporter.settings import DEFAULT_PORT, OPTIONS_BY_NAME
-from exporter.timeouts import Timeouts
+from exporter.timeouts import Timeouts, header_wait
 from exporter.tools.healthcheck import PATH as HEALTHY_PATH
 from registry import VERSION
 from tests.alerts.shorten import parse_duration
@@ -334,7 +334,7 @@ def test_service_monitor_scrapes_within_the_exporters_timeouts(base: list[dict[s
     option = OPTIONS_BY_NAME["deadline"]
     assert option.default is not None
     timeouts = Timeouts(float(option.default))
-    assert timeouts.scrape_wait(timeout) >= timeouts.scrape_budget
+    assert timeouts.bounded_wait(header_wait(timeout)) >= timeouts.scrape_budget
 
 
 def test_job_label_is_the_rules_job(base: list[dict[str, Any]], overlay: list[dict[str, Any]]) -> None:
