@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from devkit import mixin
 from devkit.tools import tool
 from exporter.measure import measure
 from exporter.signals import streams
@@ -27,8 +28,6 @@ from exporter.sources import Sources
 from exporter.sources.redis import RedisStreams
 from exporter.timeouts import Timeouts
 from registry import Registry
-
-from .shorten import load_rules
 
 JOB = "orpycamcp-exporter"
 INSTANCE = "replay:9874"
@@ -102,12 +101,13 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def streams_rules() -> dict[str, Any]:
-    """The shipped rules the streams alerts need: their records and alerts, annotations
-    left out (the scenarios check when and for what they fire; the texts are checked
-    by alerts/tests)."""
+def streams_rules(scrape_interval_s: int) -> dict[str, Any]:
+    """The rules the streams alerts need, rendered for the recording's scrape interval
+    (a sample counts while it is fresh, a few intervals old): their records and alerts,
+    annotations left out (the scenarios check when and for what they fire; the texts are
+    checked by alerts/tests)."""
     groups = []
-    for group in load_rules()["groups"]:
+    for group in mixin.rule_groups(mixin.evaluate({"scrapeInterval": duration(scrape_interval_s)})):
         rules = []
         for rule in group["rules"]:
             if str(rule.get("record", "")).startswith(STREAMS_RECORDS) or group["name"] == STREAMS_ALERTS:
@@ -119,7 +119,8 @@ def streams_rules() -> dict[str, Any]:
 
 def promtool_test(recording: Recording, checks: Iterable[Check], directory: Path, evaluation_s: int) -> str:
     """Runs the checks over the recording with promtool; returns its output, failing on any mismatch."""
-    (directory / "rules.yml").write_text(yaml.safe_dump(streams_rules(), sort_keys=False), encoding="utf-8")
+    rules = streams_rules(recording.interval_s)
+    (directory / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False), encoding="utf-8")
     tests = [
         {
             "alertname": check.alert,
