@@ -276,6 +276,9 @@ def _users(section: Any) -> dict[str, bytes]:
 def _headers(section: Any) -> dict[str, str]:
     if section is None:
         return {}
+    if isinstance(section, dict):
+        # A whole number (`X-XSS-Protection: 1`) is its text, as the toolkit's YAML decoder reads it into a string.
+        section = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in section.items()}
     if not isinstance(section, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in section.items()):
         raise _problem("http_server_config.headers must map header names to strings")
     seen: set[str] = set()

@@ -172,7 +172,7 @@ HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
             "basic_auth_users: user 1 has an invalid name (a name without ':' or control characters)",
         ),
         ("http_server_config:\n  headers:\n    1: x\n", HEADERS_PROBLEM),
-        ("http_server_config:\n  headers:\n    X-A: 1\n", HEADERS_PROBLEM),
+        ("http_server_config:\n  headers:\n    X-Frame-Options: [deny]\n", HEADERS_PROBLEM),
         (TLS.replace("server.crt", '"server\\0.crt"'), "cert_file must be a file path"),
         # A path through a file: an error other than "does not exist", named by the system's words.
         (
