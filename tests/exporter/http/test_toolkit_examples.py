@@ -384,3 +384,16 @@ def test_the_documented_example_beside_its_certificates_is_accepted(tmp_path: Pa
     assert sorted(config.basic_auth_users) == ["alice", "bob"]
     assert config.rate_limit == RateLimit(interval=1.0, burst=20)
     assert _tls(config).minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_the_docs_table_lists_every_file_and_says_where_it_differs() -> None:
+    docs = (Path(__file__).parents[3] / "docs" / "security.md").read_text()
+    section = docs.split("### The toolkit's example files here", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[4].strip()
+        for line in section.splitlines()
+        if line.startswith("| `")
+    }
+    assert sorted(rows) == sorted(case.file.removeprefix("web/testdata/") for case in CASES)
+    for case in CASES:
+        assert (rows[case.file.removeprefix("web/testdata/")] == "same") == (not case.differs_because), case.file
