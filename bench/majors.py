@@ -70,8 +70,8 @@ from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.service import build_exporter
 from exporter.signals import backlog
-from exporter.sources.postgres import Postgres
-from exporter.sources.transaction import transaction_opening
+from exporter.sources.postgres.source import Postgres
+from exporter.sources.postgres.transaction import transaction_opening
 from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 from registry.backlogs import PENDING_ITEMS

@@ -36,7 +36,7 @@ from bench.floors import floor_statements
 from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
-from exporter.sources.transaction import transaction_opening
+from exporter.sources.postgres.transaction import transaction_opening
 from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 

@@ -40,7 +40,7 @@ from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
 from devkit.servers import LocalRedis, start_redis
 from exporter.signals.streams import first_entry_time, pending_summary
-from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery, StreamsReading, stream_commands
+from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery, StreamsReading, stream_commands
 from exporter.timeouts import Timeouts
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -18,7 +18,7 @@ from devkit.tenants import expected_totals
 from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.service import build_exporter
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.source import Postgres
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
 
 SIGNALS = "dlq,preservation,audit_chain"

@@ -29,25 +29,25 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/validate.py": ("tests/exporter/test_validate.py", "tests/exporter/test_outcomes.py"),
     "exporter/exposition/text.py": ("tests/exporter/exposition/test_text.py",),
     "exporter/exposition/assemble.py": ("tests/exporter/exposition/test_assemble.py",),
-    # The rule on the values servers report; the servers themselves: sources/test_standby.py, test_redis_replica.py.
+    # The rule on the values servers report; the servers themselves: postgres/test_standby.py, redis/test_replica.py.
     "exporter/freshness.py": ("tests/exporter/test_freshness.py",),
     "exporter/sources/url_secrets.py": (
         "tests/exporter/sources/test_url_secrets.py",
-        "tests/exporter/sources/test_redis_url.py",
+        "tests/exporter/sources/redis/test_url.py",
     ),
     "exporter/yamlfile.py": ("tests/exporter/test_yamlfile.py",),
     "exporter/http/webconfig.py": ("tests/exporter/http/test_webconfig.py",),
     "exporter/http/reload.py": ("tests/exporter/http/test_reload.py", "tests/exporter/http/test_auth.py"),
     "exporter/http/limits.py": ("tests/exporter/http/test_limits.py", "tests/exporter/test_options.py"),
     # The statement naming and session checks of the PostgreSQL source, on the session's
-    # PostgreSQL (the same through real PgBouncers: sources/test_pool_modes.py).
-    "exporter/sources/transaction.py": ("tests/exporter/sources/test_transaction.py",),
-    "exporter/sources/pooler.py": ("tests/exporter/sources/test_pooler.py",),
-    "exporter/sources/lanes.py": ("tests/exporter/sources/test_lanes.py",),
+    # PostgreSQL (the same through real PgBouncers: sources/postgres/test_pool_modes.py).
+    "exporter/sources/postgres/transaction.py": ("tests/exporter/sources/postgres/test_transaction.py",),
+    "exporter/sources/postgres/pooler.py": ("tests/exporter/sources/postgres/test_pooler.py",),
+    "exporter/sources/postgres/lanes.py": ("tests/exporter/sources/postgres/test_lanes.py",),
     # The reader's own statement naming and session check (with --only, its functions).
-    "exporter/sources/postgres.py": (
-        "tests/exporter/sources/test_postgres.py",
-        "tests/exporter/sources/test_pool_modes.py",
+    "exporter/sources/postgres/source.py": (
+        "tests/exporter/sources/postgres/test_source.py",
+        "tests/exporter/sources/postgres/test_pool_modes.py",
     ),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
     "exporter/signals/streams.py": (
@@ -150,7 +150,10 @@ def main(argv: list[str]) -> int:
         action="append",
         default=[],
         metavar="PATTERN",
-        help="only the mutants whose name matches (mutmut's names: 'exporter.sources.postgres.*_check_session__*')",
+        help=(
+            "only the mutants whose name matches"
+            " (mutmut's names: 'exporter.sources.postgres.source.*_check_session__*')"
+        ),
     )
     args = parser.parse_args(argv)
     if args.list or args.module is None:

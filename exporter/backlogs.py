@@ -23,7 +23,7 @@ from exporter.contract.fixed import fixed_signals
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control, shortened
-from exporter.sources.identifiers import SCHEMA_PREFIX
+from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 from registry import Family, Registry, RegistryError, extended

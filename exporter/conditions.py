@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from exporter.sources.identifiers import quote_identifier
+from exporter.sources.postgres.identifiers import quote_identifier
 
 Value = str | int
 

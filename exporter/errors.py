@@ -3,7 +3,7 @@
 A MeasurementError makes its signal unmeasured for one TTL; the mapping from
 any exception to that outcome lives in exporter.outcomes. Each error names its
 `Reason` (exporter.reasons). The drivers' exceptions are translated into these
-next to each source (exporter.sources.postgres_errors, exporter.sources.redis_errors).
+next to each source (exporter.sources.postgres.errors, exporter.sources.redis.errors).
 """
 
 from __future__ import annotations
@@ -264,18 +264,18 @@ class DatabaseUnreachable(SourceError):
 
 class DatabaseRefused(SourceError):
     """PostgreSQL answered with an error: its SQLSTATE, its message, and the reason
-    the SQLSTATE means (exporter.sources.postgres_errors)."""
+    the SQLSTATE means (exporter.sources.postgres.errors)."""
 
     def __init__(self, reason: Reason, sqlstate: str, words: str) -> None:
         self.reason = reason
         self.sqlstate = sqlstate
-        self.words = words  # the server's error on one line (exporter.sources.postgres_errors.server_words)
+        self.words = words  # the server's error on one line (exporter.sources.postgres.errors.server_words)
         super().__init__(words)
 
 
 class RowSecurityRefused(DatabaseRefused):
     """Row-level security would filter a table the exporter reads: with
-    row_security off (exporter.sources.transaction) PostgreSQL refuses the
+    row_security off (exporter.sources.postgres.transaction) PostgreSQL refuses the
     statement instead of counting the rows a policy leaves."""
 
     def __init__(self, table: str, sqlstate: str, words: str) -> None:
@@ -376,7 +376,7 @@ class RedisClusterRedirect(SourceError):
 
 class RedisUnavailable(SourceError):
     """The server answered with a state in which it cannot serve the read, and the
-    reason its code means (exporter.sources.redis_errors.UNAVAILABLE_CODES)."""
+    reason its code means (exporter.sources.redis.errors.UNAVAILABLE_CODES)."""
 
     def __init__(self, code: str, server_message: str, reason: Reason) -> None:
         self.code = code

@@ -15,7 +15,7 @@ from typing import ClassVar, Generic, NamedTuple, TypeVar
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.reading import CachedReading
 from exporter.samples import Sample
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.source import Postgres
 from exporter.timeouts import Timeouts
 
 T = TypeVar("T")

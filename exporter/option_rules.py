@@ -19,8 +19,8 @@ from exporter.secret_file import read_secret
 from exporter.settings import IDLE_CLOSE_TTLS, OPTIONS_BY_NAME, describe
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
 from exporter.signals import Source
-from exporter.sources.redis_tls import NO_TLS, RedisTls, TlsFileError, load_tls
-from exporter.sources.redis_url import parse_redis_url
+from exporter.sources.redis.tls import NO_TLS, RedisTls, TlsFileError, load_tls
+from exporter.sources.redis.url import parse_redis_url
 
 
 def deadline_below_ttl(reading: OptionReading) -> None:

@@ -13,7 +13,7 @@ import redis.exceptions
 from exporter.errors import MeasurementError, SourceError
 from exporter.reasons import Reason
 from exporter.samples import Sample
-from exporter.sources.dsn import InvalidDatabaseUrl
+from exporter.sources.postgres.dsn import InvalidDatabaseUrl
 
 
 class Failure(NamedTuple):
@@ -61,7 +61,7 @@ def classify(exc: BaseException, deadline: float) -> Failure:
         # Before ConnectionError: redis-py makes a refused AUTH a kind of connection error.
         return Failure(Reason.AUTHENTICATION_FAILED, f"Redis: {exc}")
     if isinstance(exc, redis.exceptions.ResponseError):
-        # The Redis source translates the codes it knows (exporter.sources.redis_errors).
+        # The Redis source translates the codes it knows (exporter.sources.redis.errors).
         return Failure(Reason.REDIS_ERROR, str(exc))
     if isinstance(exc, socket.gaierror):
         return Failure(Reason.CONNECTION_ERROR, f"cannot resolve the host: {exc.strerror}")

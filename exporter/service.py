@@ -17,9 +17,10 @@ from exporter.meta import MetaReader
 from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
 from exporter.signals import BY_NAME, Signal, Source, backlog, streams
-from exporter.sources import Sources, dsn
-from exporter.sources.postgres import APPLICATION_NAME, Postgres, PostgresSettings
-from exporter.sources.redis import RedisSettings, RedisStreams
+from exporter.sources import Sources
+from exporter.sources.postgres import dsn
+from exporter.sources.postgres.source import APPLICATION_NAME, Postgres, PostgresSettings
+from exporter.sources.redis.source import RedisSettings, RedisStreams
 from exporter.timeouts import Timeouts
 from registry import BUILTIN, Registry
 

@@ -26,11 +26,11 @@ from exporter.http.listen import ListenAddress, ListenParser
 from exporter.http.proxies import Network, TrustedProxies
 from exporter.http.webconfig import WebConfig
 from exporter.options import Choice, Count, Names, Option, Seconds, Switch, Text, declared, option
-from exporter.sources.dsn import PostgresUrl
-from exporter.sources.pool_mode import Mode, PoolMode
-from exporter.sources.redis_clients import MAJORITY_OF_CONFIGURED, SENTINEL_MAJORITIES
-from exporter.sources.redis_tls import NO_TLS, RedisTls
-from exporter.sources.redis_url import RedisUrl
+from exporter.sources.postgres.dsn import PostgresUrl
+from exporter.sources.postgres.pool_mode import Mode, PoolMode
+from exporter.sources.redis.clients import MAJORITY_OF_CONFIGURED, SENTINEL_MAJORITIES
+from exporter.sources.redis.tls import NO_TLS, RedisTls
+from exporter.sources.redis.url import RedisUrl
 from exporter.tenant_list import DEFAULT_TENANTS, TenantList
 
 DEFAULT_PORT = 9874

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from exporter.conditions import Condition, Value, predicate_of
-from exporter.sources.identifiers import quote_identifier
+from exporter.sources.postgres.identifiers import quote_identifier
 
 
 class TenantQuery(NamedTuple):

@@ -29,7 +29,7 @@ SLOW_TIER = (
     "tests/deploy/test_wheel.py",
     "tests/e2e/",
     "tests/faults/",
-    "tests/exporter/sources/test_scale.py",
+    "tests/exporter/sources/postgres/test_scale.py",
     "tests/majors/",
 )
 

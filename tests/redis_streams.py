@@ -16,8 +16,8 @@ from exporter.measure import measure
 from exporter.outcomes import Failure, Outcome
 from exporter.signals.streams import SIGNAL
 from exporter.sources import Sources
-from exporter.sources.redis import RedisSettings, RedisStreams
-from exporter.sources.redis_tls import NO_TLS, RedisTls
+from exporter.sources.redis.source import RedisSettings, RedisStreams
+from exporter.sources.redis.tls import NO_TLS, RedisTls
 from exporter.timeouts import Timeouts
 from registry import BUILTIN
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS

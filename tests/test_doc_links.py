@@ -184,8 +184,8 @@ def test_slugs_follow_github() -> None:
         github_slug("Connection paths to the database (full run: `python -m bench.run --before e35bd72`)")
         == "connection-paths-to-the-database-full-run-python--m-benchrun---before-e35bd72"
     )
-    assert github_slug("How the exporter reads 10,000 schemas (exporter/sources/postgres.py)") == (
-        "how-the-exporter-reads-10000-schemas-exportersourcespostgrespy"
+    assert github_slug("How the exporter reads 10,000 schemas (exporter/sources/postgres/source.py)") == (
+        "how-the-exporter-reads-10000-schemas-exportersourcespostgressourcepy"
     )
     assert github_slug("A true 0 and a failure") == "a-true-0-and-a-failure"
 

@@ -15,7 +15,7 @@ from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
-from exporter.sources.column_types import BOOLEAN, INTEGER, ResultTypes, time_column
+from exporter.sources.postgres.column_types import BOOLEAN, INTEGER, ResultTypes, time_column
 from exporter.zones import UTC, epoch_sql, instant_sql
 from registry.families import (
     AUDIT_BREAKS,

@@ -14,7 +14,7 @@ same statement: every row (states) or the pending rows and those arrived
 within the longest window (arrivals only), each row carrying whether it is
 pending, so pending, oldest, states and arrivals come from one pass. Windows
 end at now(), the database's clock at the start of the measuring
-transaction; its TimeZone is UTC (exporter.sources.postgres), so a timestamp
+transaction; its TimeZone is UTC (exporter.sources.postgres.source), so a timestamp
 without time zone is compared as UTC, as `oldest` reads it.
 
 A value set (groups, states) declared with a catch-all counts every value it
@@ -36,8 +36,8 @@ from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
-from exporter.sources.column_types import INTEGER, ResultTypes, time_column
-from exporter.sources.identifiers import quote_identifier
+from exporter.sources.postgres.column_types import INTEGER, ResultTypes, time_column
+from exporter.sources.postgres.identifiers import quote_identifier
 from exporter.zones import epoch_sql, instant_sql, within_sql
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, UNDECLARED
 

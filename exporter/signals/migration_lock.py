@@ -29,7 +29,7 @@ from exporter.errors import ContractViolation, HotStandby
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
-from exporter.sources.column_types import BOOLEAN, INTEGER, ResultTypes
+from exporter.sources.postgres.column_types import BOOLEAN, INTEGER, ResultTypes
 from exporter.zones import epoch_sql
 from registry.families import (
     MIGRATION_LOCK_HELD,

@@ -42,7 +42,7 @@ from exporter.signals.stream_replies import NAME as NAME  # the signal's name, i
 from exporter.signals.stream_replies import entry_id, reply_count
 from exporter.signals.streams_lag import StreamState, stream_state, undelivered
 from exporter.sources import Sources
-from exporter.sources.redis import FIRST_NODE_ENTRIES, StreamsQuery, StreamsReading
+from exporter.sources.redis.source import FIRST_NODE_ENTRIES, StreamsQuery, StreamsReading
 from registry import Registry
 from registry.families import (
     DEADLETTER_ENTRIES,

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from exporter.errors import SourceNotConfigured
 
 if TYPE_CHECKING:
-    from exporter.sources.postgres import Postgres
-    from exporter.sources.redis import RedisStreams
+    from exporter.sources.postgres.source import Postgres
+    from exporter.sources.redis.source import RedisStreams
 
 
 @dataclass(frozen=True)

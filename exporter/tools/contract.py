@@ -20,7 +20,7 @@ from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals, pairs
 from exporter.contract.tables import shipped_or_replaced
 from exporter.declared_streams import DeclaredStreams
-from exporter.sources.identifiers import SCHEMA_PREFIX
+from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import TenantList
 from registry import VERSION
 

@@ -20,12 +20,12 @@ from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
 from exporter.settings import Settings
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
-from exporter.sources.dsn import redact as redact_url
-from exporter.sources.pool_mode import PoolMode
-from exporter.sources.pooler import PoolerUndecided, SessionProbe
-from exporter.sources.postgres import Postgres
-from exporter.sources.redis import RedisStreams
-from exporter.sources.redis_url import shown
+from exporter.sources.postgres.dsn import redact as redact_url
+from exporter.sources.postgres.pool_mode import PoolMode
+from exporter.sources.postgres.pooler import PoolerUndecided, SessionProbe
+from exporter.sources.postgres.source import Postgres
+from exporter.sources.redis.source import RedisStreams
+from exporter.sources.redis.url import shown
 from exporter.timeouts import Timeouts
 from exporter.tools.held import check as check_held
 from exporter.tools.hints import hint

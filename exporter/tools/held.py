@@ -21,8 +21,8 @@ from exporter.backlogs import Backlog, Scope
 from exporter.conditions import Condition
 from exporter.printable import quoted
 from exporter.signals.backlog import global_table, predicate
-from exporter.sources.identifiers import SCHEMA_PREFIX, quote_identifier
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.identifiers import SCHEMA_PREFIX, quote_identifier
+from exporter.sources.postgres.source import Postgres
 from exporter.tools.times import Finding, schemas_read
 
 SHOWN = 5  # schemas, and values, named on one line

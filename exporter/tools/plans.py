@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 from exporter.backlogs import Backlog, Scope
 from exporter.conditions import Value
 from exporter.signals.backlog import branch_sql, global_table, predicate
-from exporter.sources.identifiers import SCHEMA_PREFIX, quote_identifier
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.identifiers import SCHEMA_PREFIX, quote_identifier
+from exporter.sources.postgres.source import Postgres
 
 # Above this many rows, a sequential scan per refresh is worth an index.
 SEQSCAN_ROWS = 5_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from exporter.sources.dsn import parse
+from exporter.sources.postgres.dsn import parse
 
 NO_SESSION_HINT = (
     "the address accepts connections but gives no session: the PostgreSQL server behind a pooler (PgBouncer)"

@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 from exporter import zones
 from exporter.backlogs import Backlog, Scope
-from exporter.sources.identifiers import SCHEMA_PREFIX
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
+from exporter.sources.postgres.source import Postgres
 
 COLUMN_TYPES_SQL = (
     "SELECT DISTINCT format_type(a.atttypid, NULL) AS type FROM pg_attribute a"

@@ -25,7 +25,7 @@ from devkit.tools import tool
 from exporter.measure import measure
 from exporter.signals import streams
 from exporter.sources import Sources
-from exporter.sources.redis import RedisStreams
+from exporter.sources.redis.source import RedisStreams
 from exporter.timeouts import Timeouts
 from registry import Registry
 

@@ -1,6 +1,6 @@
 """The freshness rule shared by a Redis replica and a PostgreSQL hot standby,
-on the values the servers report (the servers themselves: sources/test_standby.py,
-sources/test_redis_replica.py)."""
+on the values the servers report (the servers themselves: sources/postgres/test_standby.py,
+sources/redis/test_replica.py)."""
 
 from __future__ import annotations
 

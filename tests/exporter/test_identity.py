@@ -21,7 +21,7 @@ from exporter.identity import identity_of
 from exporter.tools.demo import EXPORTER_ROLE
 from registry.families import DATABASE_IDENTITY, DATABASE_IDENTITY_FAILURE, DATABASE_IDENTITY_RULE
 from tests.clock import FakeClock
-from tests.exporter.sources.test_standby import Pair, pair  # noqa: F401 (the module's primary and standby)
+from tests.exporter.sources.postgres.test_standby import Pair, pair  # noqa: F401 (the module's primary and standby)
 from tests.platform import EXPORTER_PASSWORD, Platform, create_platform
 from tests.scrapes import Page, make_exporter, scrape
 

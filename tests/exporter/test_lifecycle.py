@@ -1,7 +1,7 @@
 """A lifecycle that ends: closing the exporter cancels and awaits what is in
 flight (measurements, the replay lag, the passes over the tenants), ends every
 connection and client, and a use after close is a `Closed` error that opens
-nothing (counted on the server: pg_stat_activity). Redis: tests/exporter/sources/test_redis.py."""
+nothing (counted on the server: pg_stat_activity). Redis: tests/exporter/sources/redis/test_source.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from exporter.errors import Closed
 from exporter.loading import load
 from exporter.replay_lag import ReplayLag
 from exporter.service import postgres_settings
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.source import Postgres
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
 from tests.scrapes import make_exporter, meta_reader, scrape

@@ -21,9 +21,9 @@ from exporter.loading import load
 from exporter.options import Choice, Option
 from exporter.service import build_sources, timeouts_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings
-from exporter.sources.postgres import PostgresSettings
-from exporter.sources.redis import RedisSettings
-from exporter.sources.redis_clients import SENTINEL_MAJORITIES
+from exporter.sources.postgres.source import PostgresSettings
+from exporter.sources.redis.clients import SENTINEL_MAJORITIES
+from exporter.sources.redis.source import RedisSettings
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parents[2]

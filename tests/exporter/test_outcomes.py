@@ -1,5 +1,5 @@
 """The one place exceptions become reasons: every known kind, and the rest. The
-PostgreSQL source's errors reach it translated (exporter.sources.postgres_errors)."""
+PostgreSQL source's errors reach it translated (exporter.sources.postgres.errors)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from exporter.errors import (
 )
 from exporter.outcomes import classify
 from exporter.reasons import Reason
-from exporter.sources.postgres_errors import translated
-from exporter.sources.redis_errors import translated as redis_translated
+from exporter.sources.postgres.errors import translated
+from exporter.sources.redis.errors import translated as redis_translated
 
 
 @pytest.mark.parametrize(

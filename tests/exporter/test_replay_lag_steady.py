@@ -13,7 +13,7 @@ import pytest
 from exporter.replay_lag import ReplayLag
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock, LeapingClock
-from tests.exporter.sources.test_standby import LAG, Pair, pair  # noqa: F401 (the module's primary and standby)
+from tests.exporter.sources.postgres.test_standby import LAG, Pair, pair  # noqa: F401 (the module's primary and standby)
 from tests.scrapes import make_exporter, meta_reader, scrape
 
 pytestmark = pytest.mark.anyio

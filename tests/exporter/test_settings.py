@@ -11,8 +11,8 @@ import pytest
 
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.loading import load
-from exporter.sources.dsn import redact as redact_url
-from exporter.sources.pool_mode import PoolMode
+from exporter.sources.postgres.dsn import redact as redact_url
+from exporter.sources.postgres.pool_mode import PoolMode
 
 DB = "postgresql://u:secret@db:5432/platform"
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from devkit.servers import RedisServer, free_port
-from exporter.sources.dsn import redact as redact_url
+from exporter.sources.postgres.dsn import redact as redact_url
 from tests.platform import Platform
 
 PASSWORD = "Qx7@Zkq:9wB/Wvj%Jh2#Ypf?Lmz"

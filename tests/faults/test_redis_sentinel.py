@@ -21,7 +21,7 @@ from devkit.redis_tls import issue
 from devkit.servers import ServerUnavailable
 from exporter.reasons import Reason
 from exporter.signals.base import Source
-from exporter.sources.redis_tls import RedisTls
+from exporter.sources.redis.tls import RedisTls
 from exporter.tools.hints import hint
 from tests.redis_streams import (
     Values,

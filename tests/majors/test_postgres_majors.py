@@ -23,7 +23,7 @@ from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, start_major
 from devkit.servers import LocalPostgres, ServerUnavailable
 from devkit.standby import caught_up, start_copied_standby
-from exporter.sources.batches import tenant_batches
+from exporter.sources.postgres.batches import tenant_batches
 from exporter.tools.demo import EXPORTER_ROLE
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
 from tests.platform import Platform, at, create_platform

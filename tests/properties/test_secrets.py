@@ -40,9 +40,9 @@ from exporter.errors import ConfigError, InvalidSettings
 from exporter.loading import load
 from exporter.service import build_exporter
 from exporter.settings import Settings
-from exporter.sources import dsn
-from exporter.sources.dsn import redact as redact_url
-from exporter.sources.redis_url import parse_redis_url, shown
+from exporter.sources.postgres import dsn
+from exporter.sources.postgres.dsn import redact as redact_url
+from exporter.sources.redis.url import parse_redis_url, shown
 from tests.hypotheses import examples
 
 PIECE = 4

@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 
 from devkit.process import exporter_process
 from devkit.servers import RedisServer, free_port
-from exporter.sources.redis import RedisSettings
+from exporter.sources.redis.source import RedisSettings
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import Platform
 from tests.waits import wait_until

@@ -17,7 +17,7 @@ from exporter.samples import Sample
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_from
 from exporter.sources import Sources
-from exporter.sources.redis import StreamsReading
+from exporter.sources.redis.source import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
 from tests.clock import FakeClock
 from tests.platform import Platform

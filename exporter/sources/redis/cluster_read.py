@@ -32,8 +32,8 @@ from redis.asyncio.connection import Connection
 from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
 from exporter.pacing import Pacer
 from exporter.reasons import Reason
-from exporter.sources.redis_errors import reply_error
-from exporter.sources.redis_exchange import exchange
+from exporter.sources.redis.errors import reply_error
+from exporter.sources.redis.exchange import exchange
 
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]

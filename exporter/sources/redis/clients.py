@@ -1,4 +1,4 @@
-"""The redis-py clients for each kind of Redis a URL can name (exporter.sources.redis_url):
+"""The redis-py clients for each kind of Redis a URL can name (exporter.sources.redis.url):
 one server, a master behind sentinels, or a cluster.
 
 Every client is built with the same options: the exporter's timeouts, no
@@ -29,8 +29,8 @@ from exporter.errors import (
     SentinelsTooFew,
     SentinelsUnreachable,
 )
-from exporter.sources.redis_tls import RedisTls
-from exporter.sources.redis_url import RedisKind, RedisTarget
+from exporter.sources.redis.tls import RedisTls
+from exporter.sources.redis.url import RedisKind, RedisTarget
 from exporter.timeouts import Timeouts
 
 RedisClient = redis.asyncio.Redis | RedisCluster

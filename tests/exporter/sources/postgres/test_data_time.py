@@ -13,7 +13,7 @@ import pytest
 
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock
-from tests.exporter.sources.test_standby import LAG, Pair, cut_from_primary, pair  # noqa: F401 (the module's servers)
+from tests.exporter.sources.postgres.test_standby import LAG, Pair, cut_from_primary, pair  # noqa: F401 (the module's servers)
 from tests.scrapes import Page, make_exporter, scrape
 from tests.waits import wait_until
 

@@ -2,8 +2,8 @@
 and passes of batch statements over every tenant.
 
 Every statement runs in a transaction of its own that carries its guarantees
-with it (exporter/sources/transaction.py), on one of a few connections
-("lanes", exporter/sources/lanes.py). Nothing is set for the session (only
+with it (exporter/sources/postgres/transaction.py), on one of a few connections
+("lanes", exporter/sources/postgres/lanes.py). Nothing is set for the session (only
 `application_name` at connect, which every pooler accepts), so the guarantees
 hold on every path to the server: directly, or through a session or a
 transaction pooler.
@@ -16,7 +16,7 @@ Pool modes (`PoolMode`):
   connection, so through a pooler that moves a connection between server sessions a
   name can never resolve to another client's statement: it is missing, and
   that (or the server process changing under the connection) is reported as
-  `SessionNotKept`, never a number (exporter/sources/pooler.py).
+  `SessionNotKept`, never a number (exporter/sources/postgres/pooler.py).
 - transaction (a transaction pooler): nothing outlives a transaction: every
   statement is unnamed, parsed and planned inside the transaction it runs in.
 
@@ -24,7 +24,7 @@ A pass reads one signal's batches: each lane owns a contiguous range of each
 signal's tenants (each signal starting on its own lane), so a backend only ever
 opens (and keeps in its catalog caches) its share of the tenant tables, and its
 share of the prepared plans. How the tenants are cut into batches:
-exporter/sources/batches.py.
+exporter/sources/postgres/batches.py.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
 from exporter.reading import CachedReading
-from exporter.sources.batches import tenant_batches
-from exporter.sources.column_types import ResultTypes
-from exporter.sources.connect import connect
-from exporter.sources.identifiers import tenant_schema
-from exporter.sources.lanes import Lane, LanePool
-from exporter.sources.passes import run_pass
-from exporter.sources.pool_mode import PoolMode
-from exporter.sources.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
-from exporter.sources.postgres_errors import row_security_table, server_words, typed_errors
-from exporter.sources.transaction import COMMIT_SQL, transaction_opening
+from exporter.sources.postgres.batches import tenant_batches
+from exporter.sources.postgres.column_types import ResultTypes
+from exporter.sources.postgres.connect import connect
+from exporter.sources.postgres.errors import row_security_table, server_words, typed_errors
+from exporter.sources.postgres.identifiers import tenant_schema
+from exporter.sources.postgres.lanes import Lane, LanePool
+from exporter.sources.postgres.passes import run_pass
+from exporter.sources.postgres.pool_mode import PoolMode
+from exporter.sources.postgres.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
+from exporter.sources.postgres.transaction import COMMIT_SQL, transaction_opening
 from exporter.sources.url_secrets import masked, server_secrets
 from exporter.tenant_list import TenantList
 from exporter.timeouts import Timeouts
@@ -247,7 +247,7 @@ class Postgres:
 
     async def probe_session(self) -> SessionProbe:
         """Whether a connection keeps its server session between its transactions
-        (exporter.sources.pooler), whatever the pool mode (for diagnose)."""
+        (exporter.sources.postgres.pooler), whatever the pool mode (for diagnose)."""
         self._life.ensure_open()
         with typed_errors(self._mask):
             return await self._probe_session()
@@ -305,7 +305,7 @@ class Postgres:
             rows = await self._fetch(*self.settings.tenants.query())
         except UNREADABLE_TENANT_LIST as exc:
             if row_security_table(exc) is not None:
-                raise  # every row or none: not a missing grant (exporter.sources.postgres_errors)
+                raise  # every row or none: not a missing grant (exporter.sources.postgres.errors)
             raise TenantListUnreadable(exc.sqlstate, self._mask(str(exc))) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:
@@ -330,7 +330,7 @@ class Postgres:
         Each batch is one statement in its own transaction. The batches are
         split into contiguous ranges, one per lane; the lanes run side by side,
         one statement at a time each, so signals measured at the same time
-        interleave on them (exporter.sources.passes).
+        interleave on them (exporter.sources.postgres.passes).
         """
         self._life.ensure_open()
         self._refuse_lost_session()

@@ -10,7 +10,7 @@ import pytest
 
 from exporter.errors import ConfigError, InvalidRedisUrl
 from exporter.loading import load
-from exporter.sources.redis_url import RedisKind, RedisTarget, parse_redis_url
+from exporter.sources.redis.url import RedisKind, RedisTarget, parse_redis_url
 
 SECRET = "Zq8Wv3Kt"
 

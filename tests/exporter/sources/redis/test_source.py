@@ -13,7 +13,7 @@ from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
 from exporter.errors import Closed
-from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery
+from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.waits import wait_until

@@ -24,7 +24,7 @@ from exporter.outcomes import Outcome
 from exporter.reasons import Reason
 from exporter.signals import streams
 from exporter.sources import Sources
-from exporter.sources.redis import RedisSettings, RedisStreams, StreamsQuery
+from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry import BUILTIN
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS

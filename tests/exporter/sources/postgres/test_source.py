@@ -14,9 +14,9 @@ import pytest
 from exporter.errors import DatabaseRefused, SessionNotKept
 from exporter.loading import load
 from exporter.service import postgres_settings
-from exporter.sources.lanes import Lane
-from exporter.sources.pooler import BACKEND_PID_SQL
-from exporter.sources.postgres import Postgres
+from exporter.sources.postgres.lanes import Lane
+from exporter.sources.postgres.pooler import BACKEND_PID_SQL
+from exporter.sources.postgres.source import Postgres
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from exporter.sources.batches import BatchProgress, lane_shares, tenant_batches
+from exporter.sources.postgres.batches import BatchProgress, lane_shares, tenant_batches
 
 
 def test_a_pass_over_a_second_reports_once_a_second(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,6 +1,6 @@
 """Redis Streams access: one pipelined round trip for every known key (one per
-node on a Redis Cluster, exporter/sources/cluster_read.py), the event loop
-handed back along the way (exporter/sources/redis_exchange.py).
+node on a Redis Cluster, exporter/sources/redis/cluster_read.py), the event loop
+handed back along the way (exporter/sources/redis/exchange.py).
 
 Replies are bytes, as Redis sent them: payloads are never decoded, and the
 names the signal compares (a group in `XINFO GROUPS`) are compared as bytes.
@@ -24,12 +24,12 @@ from redis.asyncio.cluster import RedisCluster
 from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
-from exporter.sources.cluster_read import ClusterReader, Command
-from exporter.sources.redis_clients import RedisClient, RedisClients, build_clients
-from exporter.sources.redis_errors import reply_error, translating
-from exporter.sources.redis_exchange import exchange
-from exporter.sources.redis_tls import NO_TLS, RedisTls
-from exporter.sources.redis_url import RedisTarget, parse_redis_url
+from exporter.sources.redis.clients import RedisClient, RedisClients, build_clients
+from exporter.sources.redis.cluster_read import ClusterReader, Command
+from exporter.sources.redis.errors import reply_error, translating
+from exporter.sources.redis.exchange import exchange
+from exporter.sources.redis.tls import NO_TLS, RedisTls
+from exporter.sources.redis.url import RedisTarget, parse_redis_url
 from exporter.timeouts import Timeouts
 
 
@@ -39,7 +39,7 @@ class RedisSettings:
     replica_max_staleness: float = field(kw_only=True)
     client_name: str = "orpycamcp-exporter"
     tls: RedisTls = NO_TLS
-    sentinel_majority: str = field(kw_only=True)  # redis_clients.SENTINEL_MAJORITIES
+    sentinel_majority: str = field(kw_only=True)  # clients.SENTINEL_MAJORITIES
 
     @property
     def target(self) -> RedisTarget:
@@ -159,7 +159,7 @@ class RedisStreams:
     async def read(self, query: StreamsQuery, signal: str = "streams") -> StreamsReading:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news).
-        Redis's refusals are raised as the exporter's typed errors (redis_errors)."""
+        Redis's refusals are raised as the exporter's typed errors (exporter.sources.redis.errors)."""
         with translating():
             return await self._read(query, signal)
 

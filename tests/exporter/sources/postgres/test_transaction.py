@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from exporter.sources.transaction import COMMIT_SQL, ROLLBACK_SQL, milliseconds, transaction_opening
+from exporter.sources.postgres.transaction import COMMIT_SQL, ROLLBACK_SQL, milliseconds, transaction_opening
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
 

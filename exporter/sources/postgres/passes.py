@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
-from exporter.sources.batches import BatchProgress, lane_shares
-from exporter.sources.lanes import Lane
+from exporter.sources.postgres.batches import BatchProgress, lane_shares
+from exporter.sources.postgres.lanes import Lane
 
 # One statement on a lane, in a transaction of its own; True for a lane's first of the pass.
 RunStatement = Callable[[Lane, str, bool], Awaitable[list[asyncpg.Record]]]

@@ -16,7 +16,7 @@ import pytest
 
 from exporter.errors import Closed
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
-from exporter.sources.lanes import Lane, LanePool, statement_names
+from exporter.sources.postgres.lanes import Lane, LanePool, statement_names
 from tests.clock import FakeClock
 from tests.platform import Platform
 from tests.waits import wait_until

@@ -20,8 +20,8 @@ import asyncpg
 import pytest
 
 from exporter.errors import SessionNotKept
-from exporter.sources.pooler import BACKEND_PID_SQL, PoolerUndecided, SessionProbe, SessionWatch, probe_pooler
-from exporter.sources.transaction import COMMIT_SQL, transaction_opening
+from exporter.sources.postgres.pooler import BACKEND_PID_SQL, PoolerUndecided, SessionProbe, SessionWatch, probe_pooler
+from exporter.sources.postgres.transaction import COMMIT_SQL, transaction_opening
 from exporter.timeouts import Timeouts
 from tests.platform import Platform
 

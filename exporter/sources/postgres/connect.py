@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import asyncpg
 
 from exporter.errors import ConnectNotGranted, DatabaseUnreachable
-from exporter.sources.dsn import Host, SessionAttrs, parse
+from exporter.sources.postgres.dsn import Host, SessionAttrs, parse
 from exporter.sources.url_secrets import masked, server_secrets
 
 

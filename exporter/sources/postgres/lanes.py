@@ -21,7 +21,7 @@ import asyncpg
 
 from exporter.clock import Clock, Timer
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle, cancel_and_wait
-from exporter.sources.transaction import ROLLBACK_SQL
+from exporter.sources.postgres.transaction import ROLLBACK_SQL
 
 # Server errors after which the connection is of no further use: the server
 # ends the session (shutdown, crash, a connection failure).

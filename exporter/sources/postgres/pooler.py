@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from exporter.errors import SessionNotKept
-from exporter.sources.transaction import COMMIT_SQL
+from exporter.sources.postgres.transaction import COMMIT_SQL
 from exporter.timeouts import Timeouts
 
 log = logging.getLogger("orpycamcp.postgres")

@@ -18,7 +18,7 @@ from devkit.servers import free_port
 from exporter.errors import ConfigError
 from exporter.loading import load
 from exporter.reasons import Reason
-from exporter.sources.redis_tls import RedisTls
+from exporter.sources.redis.tls import RedisTls
 from tests.redis_streams import counts_of, expected_values, failure_of, measure_streams, streams_source, write_backlog
 
 pytestmark = pytest.mark.anyio

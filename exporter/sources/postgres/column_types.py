@@ -3,7 +3,7 @@ what the server itself says of them, before any value is used: never Python's
 truthiness or duck typing (a text 'false' is a true string).
 
 A statement's result columns are checked on its own result description (the
-prepared statement's attributes, exporter.sources.postgres), before its rows are
+prepared statement's attributes, exporter.sources.postgres.source), before its rows are
 fetched: a count must be an integer type, a flag a boolean. A time column is
 read through exporter.zones.instant_sql, which the server refuses to plan for
 a column of any type but timestamp, timestamptz and date (42883 for most,

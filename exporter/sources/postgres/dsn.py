@@ -320,11 +320,6 @@ def _socket_port(path: str) -> int:
     return int(port) if port.isdigit() else 5432
 
 
-def ambiguous_authority(url: str) -> bool:
-    """True when the user or password holds an unencoded reserved character (see url_secrets)."""
-    return url_secrets.ambiguous_authority(url)
-
-
 def redact(url: str) -> str:
     """The URL with every credential replaced by ***, for messages and logs (see url_secrets.mask_url)."""
     return url_secrets.mask_url(url)

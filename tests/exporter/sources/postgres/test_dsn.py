@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources import dsn
+from exporter.sources.postgres import dsn
 
 
 @pytest.mark.parametrize(

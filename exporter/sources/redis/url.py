@@ -27,7 +27,7 @@ from exporter.errors import InvalidRedisUrl
 from exporter.flags import flag_of
 from exporter.hostnames import host_problem
 from exporter.options import Refused
-from exporter.sources import dsn, url_secrets
+from exporter.sources import url_secrets
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379
@@ -125,7 +125,7 @@ def _parse(url: str) -> RedisTarget:
     if not sep or scheme.lower() not in SCHEMES:
         raise _Refusal(f"the scheme must be one of {', '.join(f'{s}://' for s in SCHEMES)}")
     kind, tls = SCHEMES[scheme.lower()]
-    if dsn.ambiguous_authority(url):
+    if url_secrets.ambiguous_authority(url):
         raise _Refusal(url_secrets.ENCODE)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -296,16 +296,16 @@ def _port(text: str, where: str) -> int:
 
 @dataclass(frozen=True)
 class RedisUrl:
-    """A Redis URL the exporter can use, every part known (exporter.sources.redis_url)."""
+    """A Redis URL the exporter can use, every part known (exporter.sources.redis.url)."""
 
     kind: str = "redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// URL (rediss+... for TLS)"
 
     def __call__(self, raw: str, env: Mapping[str, str]) -> str:
-        if dsn.ambiguous_authority(raw):
-            raise Refused(f"{dsn.redact(raw)} is not a valid URL: {url_secrets.ENCODE}")
+        if url_secrets.ambiguous_authority(raw):
+            raise Refused(f"{url_secrets.mask_url(raw)} is not a valid URL: {url_secrets.ENCODE}")
         unreadable = url_secrets.ambiguity(raw, frozenset())
         if unreadable is not None:
-            raise Refused(f"{dsn.redact(raw)} is not a valid URL: {unreadable}")
+            raise Refused(f"{url_secrets.mask_url(raw)} is not a valid URL: {unreadable}")
         try:
             parse_redis_url(raw)
         except InvalidRedisUrl as exc:

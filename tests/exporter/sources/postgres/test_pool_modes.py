@@ -22,10 +22,10 @@ from exporter.loading import load
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.service import postgres_settings
-from exporter.sources.pool_mode import PoolMode
-from exporter.sources.pooler import BACKEND_PID_SQL
-from exporter.sources.postgres import Postgres
-from exporter.sources.transaction import milliseconds
+from exporter.sources.postgres.pool_mode import PoolMode
+from exporter.sources.postgres.pooler import BACKEND_PID_SQL
+from exporter.sources.postgres.source import Postgres
+from exporter.sources.postgres.transaction import milliseconds
 from exporter.timeouts import Timeouts
 from exporter.tools.demo import EXPORTER_ROLE
 from exporter.tools.hints import hint

@@ -39,7 +39,7 @@ REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
 
 # What PostgreSQL answers, with SQLSTATE 42501 like a missing grant, a statement
 # that row-level security would filter while row_security is off
-# (exporter.sources.transaction); the table is named without its schema.
+# (exporter.sources.postgres.transaction); the table is named without its schema.
 ROW_SECURITY = re.compile(r'query would be affected by row-level security policy for table "(.*)"', re.DOTALL)
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from exporter.errors import InvalidTenantSlug
 from exporter.reasons import Reason
-from exporter.sources.identifiers import MAX_IDENTIFIER_BYTES, SCHEMA_PREFIX, quote_identifier, tenant_schema
+from exporter.sources.postgres.identifiers import MAX_IDENTIFIER_BYTES, SCHEMA_PREFIX, quote_identifier, tenant_schema
 
 names = st.text(st.characters(blacklist_characters="\x00", codec="utf-8"), max_size=80)
 

@@ -13,8 +13,8 @@ import asyncpg
 import pytest
 
 from exporter.exporter import Exporter
-from exporter.sources.pool_mode import PoolMode
-from exporter.sources.postgres import APPLICATION_NAME, Postgres
+from exporter.sources.postgres.pool_mode import PoolMode
+from exporter.sources.postgres.source import APPLICATION_NAME, Postgres
 from exporter.tools.demo import EXPORTER_ROLE
 from registry.values import ORIGIN_GROUPS
 from tests.platform import Platform, at
