@@ -14,6 +14,10 @@ from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.meta import MetaReader
 from exporter.service import build_exporter
+from exporter.signals import SIGNALS, Source
+
+# The signals a database URL alone enables, in the table's order.
+DATABASE_SIGNALS = tuple(signal.name for signal in SIGNALS if signal.source is Source.POSTGRES)
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 

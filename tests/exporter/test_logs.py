@@ -11,6 +11,7 @@ import pytest
 
 from devkit.process import exporter_process
 from exporter.logs import JsonFormatter
+from tests.scrapes import DATABASE_SIGNALS
 
 
 def test_json_formatter_keeps_the_structured_keys() -> None:
@@ -37,7 +38,7 @@ def test_failed_measurements_are_logged_as_json_once_per_ttl_without_the_passwor
     assert entries, text
     assert all(line.startswith("{") for line in text.splitlines() if line.strip()), text
     failures = [entry for entry in entries if entry.get("reason")]
-    assert sorted(entry["signal"] for entry in failures) == ["audit_chain", "dlq", "preservation"]
+    assert sorted(entry["signal"] for entry in failures) == sorted(DATABASE_SIGNALS)
     for entry in failures:
         assert entry["level"] == "warning"
         assert entry["reason"] == "connection_error"
@@ -49,4 +50,5 @@ def test_startup_line_names_the_signals(tmp_path: Path, log_format: str) -> None
     args = ["--database.url", "postgresql://u:p@127.0.0.1:9/db", "--log.format", log_format]
     with exporter_process(args, tmp_path) as process:
         text = process.log()
-    assert f"serving signals dlq,preservation,audit_chain on 127.0.0.1:{process.port}, TLS off, basic auth off" in text
+    names = ",".join(DATABASE_SIGNALS)
+    assert f"serving signals {names} on 127.0.0.1:{process.port}, TLS off, basic auth off" in text
