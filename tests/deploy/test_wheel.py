@@ -21,7 +21,7 @@ from devkit.process import running_process
 from devkit.servers import PostgresServer, free_port
 from registry import SIGNALS, VERSION
 from tests.platform import create_platform
-from tests.scrapes import parse
+from tests.scrapes import DATABASE_SIGNALS, parse
 
 from .files import REPO_ROOT
 
@@ -102,7 +102,7 @@ def test_metrics_and_check_config(installed: Path, tmp_path: Path) -> None:
     assert "`orpycamcp_signal_measured`" in metrics.stdout
     check = run(installed, tmp_path, "check-config", "--database.url", "postgresql://u@127.0.0.1:1/d")
     assert check.returncode == 0, check.stderr
-    assert check.stdout.startswith("configuration valid: signals dlq,preservation,audit_chain on ")
+    assert check.stdout.startswith(f"configuration valid: signals {','.join(DATABASE_SIGNALS)} on ")
 
 
 def test_diagnose(installed: Path, tmp_path: Path, pg_server: PostgresServer) -> None:

@@ -19,10 +19,11 @@ from exporter.tools.hints import hint
 from exporter.tools.reach import NO_SESSION_HINT
 from exporter.tools.throwaway import free_port
 from tests.platform import EXPORTER_PASSWORD, Platform, at
+from tests.scrapes import DATABASE_SIGNALS
 
 pytestmark = pytest.mark.anyio
 
-POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
+POSTGRES_SIGNALS = DATABASE_SIGNALS
 LOCKS = "look for locks"
 
 
