@@ -16,7 +16,6 @@
   audit_chain_last_verification_timestamp_seconds: [],
   migration_lock_held: [],
   dlq_oldest_terminal_resolved_timestamp_seconds: ['origin_group'],
-  dlq_terminal_without_resolved_at: ['origin_group'],
   notification_dedup_oldest_processed_timestamp_seconds: [],
   stream_pending_messages: ['stream', 'group'],
   stream_oldest_pending_timestamp_seconds: ['stream', 'group'],
