@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from exporter.contract.fixed import DEAD_LETTERS, DEDUP, PROCESSED_AT, RESOLVED_AT, TERMINAL
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
@@ -36,12 +37,9 @@ from registry.families import DEDUP_OLDEST, DLQ_OLDEST_TERMINAL, DLQ_TERMINAL_UN
 
 NAME = "housekeeping"
 
-DEAD_LETTERS = "evento_dead_letter"
-DEDUP = "notification_processed_events"
-RESOLVED_AT = f"{DEAD_LETTERS}.resolved_at"
-PROCESSED_AT = f"{DEDUP}.processed_at"
-# The statuses the 90-day purge deletes (ADR-021 MVP-3); `pending` never.
-TERMINAL = ("resolved", "discarded")
+# The tables, columns and statuses the purges delete by: the contract's (exporter/contract/fixed.py).
+RESOLVED = f"{DEAD_LETTERS}.{RESOLVED_AT}"
+PROCESSED = f"{DEDUP}.{PROCESSED_AT}"
 
 TYPES = ResultTypes(NAME, DEAD_LETTERS, {"undated": INTEGER})
 
@@ -50,9 +48,9 @@ def branches(schema: str) -> tuple[str, str]:
     """One tenant's terminal dead letters and dedup rows, as (kind, grp, ts)."""
     statuses = ", ".join(f"'{status}'" for status in TERMINAL)
     return (
-        f"SELECT 'dl' AS kind, origin_group AS grp, {instant_sql('resolved_at', UTC)} AS ts"
+        f"SELECT 'dl' AS kind, origin_group AS grp, {instant_sql(RESOLVED_AT, UTC)} AS ts"
         f" FROM {schema}.{DEAD_LETTERS} WHERE status IN ({statuses})",
-        f"SELECT 'dd' AS kind, NULL::text AS grp, {instant_sql('processed_at', UTC)} AS ts FROM {schema}.{DEDUP}",
+        f"SELECT 'dd' AS kind, NULL::text AS grp, {instant_sql(PROCESSED_AT, UTC)} AS ts FROM {schema}.{DEDUP}",
     )
 
 
@@ -77,9 +75,9 @@ class Oldest:
     def add(self, row: asyncpg.Record) -> None:
         if row["kind"] == "dd":
             if row["undated"]:
-                raise ContractViolation(NAME, PROCESSED_AT, "NULL in a row read")
+                raise ContractViolation(NAME, PROCESSED, "NULL in a row read")
             if row["oldest"] is not None:
-                seconds = instant_seconds(NAME, PROCESSED_AT, row["oldest"])
+                seconds = instant_seconds(NAME, PROCESSED, row["oldest"])
                 self.dedup = seconds if self.dedup is None else min(self.dedup, seconds)
             return
         if row["grp"] is None:
@@ -87,7 +85,7 @@ class Oldest:
         group = (row["grp"],)
         self.undated[group] = self.undated.get(group, 0) + row["undated"]
         if row["oldest"] is not None:
-            seconds = instant_seconds(NAME, RESOLVED_AT, row["oldest"])
+            seconds = instant_seconds(NAME, RESOLVED, row["oldest"])
             self.terminal[group] = min(self.terminal.get(group, seconds), seconds)
 
     def samples(self) -> list[Sample]:
@@ -100,7 +98,7 @@ class Oldest:
 
 async def measure(sources: Sources) -> list[Sample]:
     postgres = sources.require_postgres(NAME)
-    with time_column(NAME, RESOLVED_AT):
+    with time_column(NAME, RESOLVED):
         rows = await postgres.fetch_tenant_batches(NAME, batch_sql, (), TYPES)
     oldest = Oldest()
     for row in rows:
