@@ -16,7 +16,7 @@ platform's invariant (`transition_status` sets both in one UPDATE) and is never
 purged (NULL is never `< now() - interval`): it is counted, never a failure.
 
 Every tenant is read through the batched tenant reading the table signals use
-(exporter.sources.postgres fetch_tenant_batches); the oldest time is absent
+(exporter.sources.postgres.source fetch_tenant_batches); the oldest time is absent
 when no row is there (none resolved yet, no notification processed).
 """
 
@@ -31,7 +31,7 @@ from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
-from exporter.sources.column_types import INTEGER, ResultTypes, time_column
+from exporter.sources.postgres.column_types import INTEGER, ResultTypes, time_column
 from exporter.zones import UTC, epoch_sql, instant_sql
 from registry.families import DEDUP_OLDEST, DLQ_OLDEST_TERMINAL, DLQ_TERMINAL_UNDATED
 
