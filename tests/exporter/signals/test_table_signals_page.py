@@ -14,6 +14,7 @@ import pytest
 
 from exporter.contract import sql
 from exporter.exposition.text import format_value
+from registry.families import TABLE_SIGNAL_FAMILIES
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
 from tests.platform import Platform
 from tests.scrapes import scrape_once
@@ -34,7 +35,8 @@ PRESERVATION_HEAD = (
     " Preservation artifacts whose retries are exhausted, summed over all tenants.\n"
     "# TYPE orpycamcp_preservation_exhausted_artifacts gauge\n"
 )
-PREFIXES = ("orpycamcp_dlq_", "orpycamcp_preservation_")
+# The families of the two table signals, whatever other families share their prefix.
+FAMILIES = tuple(f.name for pair in TABLE_SIGNAL_FAMILIES.values() for f in pair if f is not None)
 
 # Thirty tenants more than the demo's, each with dead letters and retries of every
 # status, spread over the value sets by the tenant's number; every fifth suspended
@@ -115,7 +117,12 @@ async def expected_lines(platform: Platform) -> str:
 def table_signal_lines(raw: bytes) -> str:
     """The page's lines of the dlq and preservation families, HELP and TYPE included, in page order."""
     lines = raw.decode("utf-8").splitlines(keepends=True)
-    return "".join(line for line in lines if line.removeprefix("# HELP ").removeprefix("# TYPE ").startswith(PREFIXES))
+    return "".join(line for line in lines if family_of(line) in FAMILIES)
+
+
+def family_of(line: str) -> str:
+    """The family a page line belongs to: the first word of a HELP or TYPE line, or a sample's name."""
+    return line.removeprefix("# HELP ").removeprefix("# TYPE ").split(" ", 1)[0].split("{", 1)[0]
 
 
 async def test_the_demo_page_carries_the_table_signals_byte_for_byte(platform: Platform) -> None:
