@@ -194,18 +194,10 @@
   // The signal a family's values come from: its name's first word (dlq,
   // preservation, audit_chain), or, for a declared backlog's families, the
   // `backlog` label, which names its signal.
-  // The housekeeping signal's families: named for what they count, not for their signal.
-  housekeepingFamilies:: [
-    'dlq_oldest_terminal_resolved_timestamp_seconds',
-    'dlq_terminal_without_resolved_at',
-    'notification_dedup_oldest_processed_timestamp_seconds',
-  ],
   signalOf(family)::
     local name = std.strReplace(family, 'orpycamcp_', '');
     if std.startsWith(name, 'backlog_') then null
     else if std.startsWith(name, 'audit_chain_') then 'audit_chain'
-    else if std.startsWith(name, 'migration_lock_') then 'migration_lock'
-    else if std.member(self.housekeepingFamilies, name) then 'housekeeping'
     else std.split(name, '_')[0],
 
   // Of `family`'s series (`identified`: labelled with their database by

@@ -206,8 +206,6 @@ local lib = import 'lib.libsonnet';
           freshestRule('audit_chain_verification_ok'),
           freshestRule('audit_chain_last_verification_timestamp_seconds'),
           freshestRule('migration_lock_held'),
-          freshestRule('dlq_oldest_terminal_resolved_timestamp_seconds'),
-          freshestRule('notification_dedup_oldest_processed_timestamp_seconds'),
           busRule('stream_pending_messages'),
           busRule('stream_oldest_pending_timestamp_seconds'),
           busRule('stream_oldest_pending_deliveries'),

@@ -165,31 +165,6 @@ MIGRATION_LOCK_HOLDER_START_UNKNOWN = Family(
     signal="migration_lock",
     sparse=True,
 )
-# What the platform's daily purges leave behind (ADR-021 MVP-1, MVP-3), over every tenant.
-DLQ_OLDEST_TERMINAL = Family(
-    name=PREFIX + "dlq_oldest_terminal_resolved_timestamp_seconds",
-    help="Unix time the oldest terminal (resolved or discarded) dead letter was resolved, summed over all"
-    " tenants; the daily purge deletes them 90 days after; absent when none is terminal.",
-    signal="housekeeping",
-    labels=("origin_group",),
-    combinations=single(ORIGIN_GROUPS),
-    sparse=True,
-)
-DLQ_TERMINAL_UNDATED = Family(
-    name=PREFIX + "dlq_terminal_without_resolved_at",
-    help="Terminal (resolved or discarded) dead letters with a NULL resolved_at, summed over all tenants;"
-    " the purge never deletes them.",
-    signal="housekeeping",
-    labels=("origin_group",),
-    combinations=single(ORIGIN_GROUPS),
-)
-DEDUP_OLDEST = Family(
-    name=PREFIX + "notification_dedup_oldest_processed_timestamp_seconds",
-    help="Unix time the oldest notification_processed_events row was processed, over all tenants; the daily"
-    " purge deletes them 7 days after; absent when the table is empty everywhere.",
-    signal="housekeeping",
-    sparse=True,
-)
 STREAM_PENDING = Family(
     name=PREFIX + "stream_pending_messages",
     help="Messages in the consumer group's pending entries list (delivered, not acknowledged).",
@@ -369,9 +344,6 @@ FAMILIES: tuple[Family, ...] = (
     MIGRATION_LOCK_WAITERS,
     MIGRATION_LOCK_HOLDER_START,
     MIGRATION_LOCK_HOLDER_START_UNKNOWN,
-    DLQ_OLDEST_TERMINAL,
-    DLQ_TERMINAL_UNDATED,
-    DEDUP_OLDEST,
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
     STREAM_OLDEST_PENDING_DELIVERIES,

@@ -83,7 +83,6 @@ def builtin_signals(tables: tuple[Backlog, ...] = ()) -> dict[str, Any]:
         **{table.name: table_signal_part(table) for table in shipped_or_replaced(tables)},
         "audit_chain": fixed["audit_chain"],
         "migration_lock": fixed["migration_lock"],
-        "housekeeping": fixed["housekeeping"],
         "streams": fixed["streams"],
     }
 

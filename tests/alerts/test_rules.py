@@ -313,8 +313,7 @@ def signal_of(family: str) -> str | None:
     name = family.removeprefix("orpycamcp_")
     if name.startswith("backlog_"):
         return None
-    # The registry's own signal of the family (migration_lock, housekeeping: not its name's first word).
-    return BY_NAME[family].signal
+    return "audit_chain" if name.startswith("audit_chain_") else name.split("_")[0]
 
 
 def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tuple[str, ...]], str], by: str) -> str:

@@ -20,17 +20,12 @@ def test_every_family_is_a_prefixed_gauge_with_help() -> None:
 
 
 def test_signals_and_their_families() -> None:
-    assert SIGNALS == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "streams")
+    assert SIGNALS == ("dlq", "preservation", "audit_chain", "migration_lock", "streams")
     assert [f.name for f in families_of("migration_lock")] == [
         "orpycamcp_migration_lock_held",
         "orpycamcp_migration_lock_waiters",
         "orpycamcp_migration_lock_holder_session_start_timestamp_seconds",
         "orpycamcp_migration_lock_holder_session_start_unknown",
-    ]
-    assert [f.name for f in families_of("housekeeping")] == [
-        "orpycamcp_dlq_oldest_terminal_resolved_timestamp_seconds",
-        "orpycamcp_dlq_terminal_without_resolved_at",
-        "orpycamcp_notification_dedup_oldest_processed_timestamp_seconds",
     ]
     assert [f.name for f in families_of("dlq")] == [
         "orpycamcp_dlq_pending_events",
