@@ -25,6 +25,7 @@ from exporter.tools.demo import EXPORTER_ROLE
 from tests.alerts.shorten import write_shortened_rules
 from tests.e2e.stack import prometheus, query, wait_for
 from tests.platform import Platform, create_platform
+from tests.scrapes import DATABASE_SIGNALS
 
 BACKLOG_TTL = 6
 BUILTIN_TTL = 1
@@ -108,7 +109,7 @@ def test_a_backlog_on_its_own_cadence_beside_the_builtins(
     ttls = {
         series["metric"]["signal"]: float(series["value"][1]) for series in query(prom, "orpycamcp_signal_ttl_seconds")
     }
-    assert ttls == {"dlq": 1.0, "preservation": 1.0, "audit_chain": 1.0, "outbox": 6.0}
+    assert ttls == {**dict.fromkeys(DATABASE_SIGNALS, 1.0), "outbox": 6.0}
     # The backlog's total, whose data is up to 6 s old, beyond dataMaxAge (3 s).
     wait_for(lambda: query(prom, 'orpycamcp:backlog_pending_items:total{backlog="outbox"}'), 60, prom.log)
 
