@@ -198,6 +198,7 @@
     local name = std.strReplace(family, 'orpycamcp_', '');
     if std.startsWith(name, 'backlog_') then null
     else if std.startsWith(name, 'audit_chain_') then 'audit_chain'
+    else if std.startsWith(name, 'migration_lock_') then 'migration_lock'
     else std.split(name, '_')[0],
 
   // Of `family`'s series (`identified`: labelled with their database by

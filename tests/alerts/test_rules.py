@@ -313,7 +313,7 @@ def signal_of(family: str) -> str | None:
     name = family.removeprefix("orpycamcp_")
     if name.startswith("backlog_"):
         return None
-    return "audit_chain" if name.startswith("audit_chain_") else name.split("_")[0]
+    return BY_NAME[family].signal
 
 
 def freshest_copy(source: str, labels: tuple[str, ...], join: Callable[[str, tuple[str, ...]], str], by: str) -> str:
