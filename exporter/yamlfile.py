@@ -16,13 +16,15 @@ MAX_LINES lines, is refused as soon as the count is passed, before the rest is
 read; every file under the cap is refused or loaded within about a second.
 
 A file that holds credentials (the web configuration) is parsed with
-`secret=True`: no refusal then quotes anything of the document (a key, a
-tag such as `!Secr3tPassw0rd`, a character), only the line and what is wrong."""
+`secret=True`: no refusal then quotes anything of the document (a scalar, a
+tag such as `!Secr3tPassw0rd`, a character), only where (line, column, and
+the keys that lead there: the format's own names, any other key by its place,
+`basic_auth_users > entry 1`) and what is wrong."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from typing import Any
 
 import yaml
@@ -47,13 +49,50 @@ class YamlError(ValueError):
 
 
 class _PlainLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses aliases and repeated keys, and counts its nodes."""
+    """A SafeLoader that refuses aliases and repeated keys, counts its nodes, and
+    knows where each node is (the keys and items that lead to it)."""
 
     _depth = 0
     _nodes = 0
     quotes = True  # whether a refusal may quote a key of the document
+    names: Collection[str] = ()  # the keys a refusal may name when it quotes none
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._path: list[str] = []
+        self._node_paths: dict[int, tuple[str, ...]] = {}
+        self.where: tuple[str, ...] | None = None  # where the refusal is, once there is one
+
+    def _step(self, parent: yaml.Node | None, index: object) -> str | None:
+        """How the node composed under `parent` at `index` is named in a refusal."""
+        if isinstance(parent, yaml.SequenceNode):
+            return f"item {len(parent.value) + 1}"
+        if not isinstance(parent, yaml.MappingNode):
+            return None
+        entry = f"entry {len(parent.value) + 1}"
+        if index is None:
+            return f"the key of {entry}"
+        key = index.value if isinstance(index, yaml.ScalarNode) else None
+        return key if isinstance(key, str) and key in self.names else entry
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        step = self._step(parent, index)
+        if step is not None:
+            self._path.append(step)
+        try:
+            node = self._compose_counted(parent, index)
+        except yaml.YAMLError:
+            if self.where is None:
+                self.where = tuple(self._path)
+            raise
+        finally:
+            if step is not None:
+                self._path.pop()
+        if node is not None:
+            self._node_paths[id(node)] = (*self._path, step) if step is not None else tuple(self._path)
+        return node
+
+    def _compose_counted(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if self.check_event(yaml.AliasEvent):
             raise yaml.composer.ComposerError(
@@ -78,12 +117,19 @@ class _PlainLoader(yaml.SafeLoader):
         try:
             return super().construct_object(node, deep)
         except yaml.YAMLError:
+            self._note_where(node)
             raise
         except Exception:  # every constructor failure is one refusal
+            self._note_where(node)
             tag = node.tag.rpartition(":")[2]
             raise yaml.constructor.ConstructorError(
                 None, None, f"a value that is not a valid {tag}", node.start_mark
             ) from None
+
+    def _note_where(self, node: yaml.Node) -> None:
+        """The refusal is at `node`, unless a node inside it was named first."""
+        if self.where is None:
+            self.where = self._node_paths.get(id(node), ())
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Hashable, Any]:
@@ -150,19 +196,34 @@ def excerpt(value: object) -> str:
     return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 3] + "..."
 
 
-def parse_yaml(text: str, *, secret: bool = False) -> object:
+def _where(mark: yaml.Mark | None, path: tuple[str, ...] | None, secret: bool) -> str:
+    """Where a refusal is: its line; in a secret file also its column and the keys that lead there."""
+    if mark is None:
+        return ""
+    if not secret:
+        return f" (line {mark.line + 1})"
+    keys = f", at {' > '.join(path)}" if path else ""
+    return f" (line {mark.line + 1}, column {mark.column + 1}{keys})"
+
+
+def parse_yaml(text: str, *, secret: bool = False, names: Collection[str] = ()) -> object:
     """The document `text` holds; YamlError with a one-line reason otherwise. With
-    `secret`, the reason quotes nothing of the document."""
+    `secret`, the reason quotes nothing of the document: it says where, naming
+    the keys on the way that are among `names` (the format's own), any other by
+    its place."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlError(f"larger than {MAX_BYTES} bytes")
     if text.count("\n") >= MAX_LINES:
         raise YamlError(f"more than {MAX_LINES:,} lines")
-    loader = _SecretLoader if secret else _PlainLoader
+    loader: _PlainLoader | None = None
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 -- a SafeLoader subclass
+        # A character YAML does not allow is refused as the reader is made.
+        loader = (_SecretLoader if secret else _PlainLoader)(text)
+        loader.names = names
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
+        where = _where(mark, loader.where if loader is not None else None, secret)
         said = str(getattr(exc, "problem", None) or exc)
         if secret and isinstance(exc, yaml.reader.ReaderError):
             said = "a character YAML does not allow (a control character, or one outside Unicode)"
@@ -173,6 +234,9 @@ def parse_yaml(text: str, *, secret: bool = False) -> object:
             else "not valid YAML"
         )
         raise YamlError(f"{kind}{where}: {problem}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def read_capped(path: str) -> str:

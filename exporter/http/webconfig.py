@@ -6,7 +6,8 @@ Parsed and checked completely at start; any problem is a ConfigError (exit 2).
 The file holds credentials (and a plaintext password or a hash may be left in
 the wrong place by mistake), so no refusal quotes a value, a key or a YAML tag
 from it: fields are named by the format's own names, users and headers by
-their position, and only file paths (which the operator needs to see) are shown.
+their position, a YAML error by its line, column and the format's keys that lead
+there, and only file paths (which the operator needs to see) are shown.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ TLS_KEYS |= {"cert", "key", "client_ca", "cipher_suites", "curve_preferences", "
 TLS_KEYS |= {"client_allowed_sans"}
 HTTP_KEYS = {"headers", "http2"}
 TOP_KEYS = {"tls_server_config", "basic_auth_users", "http_server_config", "rate_limit"}
+RATE_LIMIT_KEYS = {"interval", "burst"}
 # bcrypt's work doubles with each step of its cost: 14 takes about a second on one
 # core, 31 days. A check that cannot end within a scrape is refused at start.
 MIN_BCRYPT_COST = 4
@@ -65,6 +67,9 @@ EXTRA_HEADERS: dict[str, tuple[str, ...]] = {
     "Content-Security-Policy": (),
 }
 _EXTRA_BY_LOWER = {name.lower(): (name, values) for name, values in EXTRA_HEADERS.items()}
+# The keys a YAML error may name on its way to where it is: the format's own; a user,
+# which may be a password or a hash put in the wrong place, is named by its place.
+FORMAT_NAMES = frozenset(TOP_KEYS | TLS_KEYS | HTTP_KEYS | RATE_LIMIT_KEYS | set(EXTRA_HEADERS))
 # RFC 9110 field-value: visible ASCII, spaces and tabs inside; no CR, LF or NUL.
 _FIELD_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?")
 
@@ -307,7 +312,7 @@ def _headers(section: Any) -> dict[str, str]:
 def _rate_limit(section: Any) -> RateLimit | None:
     if section is None:
         return None
-    top = _mapping(section, "rate_limit", {"interval", "burst"})
+    top = _mapping(section, "rate_limit", RATE_LIMIT_KEYS)
     interval = toolkit_keys.seconds(top.get("interval", 0), "rate_limit.interval")
     burst = top.get("burst", 0)
     if not isinstance(burst, int) or isinstance(burst, bool) or not 0 <= burst <= 1_000_000:
@@ -323,7 +328,7 @@ def load_web_config(path: str) -> WebConfig:
     file = Path(path)
     try:
         text = read_capped(path)
-        document = parse_yaml(text, secret=True) if text.strip() else {}
+        document = parse_yaml(text, secret=True, names=FORMAT_NAMES) if text.strip() else {}
     except OSError as exc:
         raise _problem(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

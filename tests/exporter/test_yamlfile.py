@@ -193,3 +193,46 @@ def test_each_refusal_names_its_line(text: str, problem: str | None) -> None:
     with pytest.raises(YamlError) as caught:
         parse_yaml(document)
     assert str(caught.value) == f"refused (line 2): {problem}"
+
+
+NAMES = frozenset({"basic_auth_users", "tls_server_config", "min_version"})
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        # A plaintext password written as a tag: its place, never its text.
+        (
+            "basic_auth_users:\n  prometheus: !Secr3tPassw0rd\n",
+            "refused (line 2, column 15, at basic_auth_users > entry 1):"
+            " could not determine a constructor for the tag (not shown)",
+        ),
+        (
+            "basic_auth_users:\n  !Secr3tPassw0rd prometheus: x\n",
+            "refused (line 2, column 3, at basic_auth_users > the key of entry 1):"
+            " could not determine a constructor for the tag (not shown)",
+        ),
+        (
+            "tls_server_config:\n  min_version: [TLS12, !Secr3tPassw0rd 1]\n",
+            "refused (line 2, column 24, at tls_server_config > min_version > item 2):"
+            " could not determine a constructor for the tag (not shown)",
+        ),
+        (
+            "Secr3tPassw0rd: !!int Secr3tPassw0rd\n",
+            "refused (line 1, column 17, at entry 1): a value that is not a valid int",
+        ),
+        (
+            "basic_auth_users:\n  Secr3tPassw0rd: 1\n  Secr3tPassw0rd: 2\n",
+            "refused (line 3, column 3, at basic_auth_users): a key is given twice",
+        ),
+        (
+            "Secr3tPassw0rd: [1",
+            "not valid YAML (line 1, column 19, at entry 1): expected (not shown) or (not shown), but got (not shown)",
+        ),
+    ],
+)
+def test_a_refusal_in_a_secret_file_says_where_and_quotes_nothing_of_it(text: str, refusal: str) -> None:
+    with pytest.raises(YamlError) as caught:
+        parse_yaml(text, secret=True, names=NAMES)
+    assert str(caught.value) == refusal
+    assert "Secr3t" not in refusal
