@@ -4,8 +4,9 @@ read one way refused, for both sources. A URL in a message is rebuilt from the
 parts that parsed (mask_url); an error text from a library is shown only when
 it quotes nothing that may be a secret (quotes, secret_texts). A server's error
 text is shown with every echo of a credential the exporter was given masked
-(server_secrets, masked): the user name included when the URL gives no
-password beside it, for then it may be a password put in the user's place.
+(server_secrets, masked; server_mask for a source, PostgreSQL's and Redis's
+alike): the user name included when the URL gives no password beside it, for
+then it may be a password put in the user's place.
 
 A password left unencoded can swallow what follows it, or be swallowed by it:
 `?password=ab#cd` loses `#cd` as a fragment, `?password=ab&cd=ef` reads `cd`
@@ -15,9 +16,10 @@ a query, a fragment, a user or a password: only what parsed one way.
 
 from __future__ import annotations
 
+import functools
 import re
 import urllib.parse
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 MASK = "***"
 UNSHOWN = "(rest not shown: it does not parse one way)"
@@ -245,3 +247,16 @@ def masked(message: str, texts: Iterable[str]) -> str:
         elif index == 0 or not hidden[index - 1]:
             shown.append(MASK)
     return "".join(shown)
+
+
+Mask = Callable[[str], str]  # a text with the pieces it must not show hidden
+
+
+def unmasked(text: str) -> str:
+    return text
+
+
+def server_mask(url: str, env: Mapping[str, str]) -> Mask:
+    """What a source given `url` passes a server's words through: every echo of a
+    credential of the URL (server_secrets) hidden."""
+    return functools.partial(masked, texts=server_secrets(url, env))

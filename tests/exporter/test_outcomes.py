@@ -26,6 +26,8 @@ from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.sources.postgres.errors import translated
 from exporter.sources.redis.errors import translated as redis_translated
+from exporter.sources.redis.errors import translating
+from exporter.sources.url_secrets import server_mask
 
 
 @pytest.mark.parametrize(
@@ -124,3 +126,32 @@ def test_a_server_error_is_one_line_without_the_driver_advice() -> None:
     failure = classify(translated(exc), 10)
     assert failure.detail == '26000: prepared statement "orpycamcp_1_0" does not exist (a detail over two lines)'
     assert classify(SessionNotKept(failure.detail), 10).detail.count("\n") == 0
+
+
+# A user name alone in the Redis URL may be a password put in the user's place.
+REDIS_MASK = server_mask("redis://Secr3tPassw0rd@127.0.0.1:1/0", {})
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
+        (redis.exceptions.AuthenticationError("user Secr3tPassw0rd refused"), "authentication_failed"),
+        (redis.exceptions.ResponseError("ERR unknown user Secr3tPassw0rd"), "redis_error"),
+        (redis.exceptions.ConnectionError("Secr3tPassw0rd: reset by peer"), "connection_error"),
+        (redis.exceptions.NoPermissionError("User Secr3tPassw0rd has no permissions"), "permission_denied"),
+        (redis.exceptions.BusyLoadingError("LOADING for Secr3tPassw0rd", status_code="LOADING"), "server_loading"),
+    ],
+)
+def test_a_redis_error_keeps_its_reason_and_masks_an_echo_of_the_url(exc: BaseException, reason: str) -> None:
+    failure = classify(redis_translated(exc, mask=REDIS_MASK), 10)
+    assert failure.reason == reason
+    assert "Secr3t" not in failure.detail
+    assert "***" in failure.detail
+
+
+def test_a_masked_redis_error_keeps_no_cause_that_says_what_was_masked() -> None:
+    with pytest.raises(redis.exceptions.ResponseError) as caught, translating(REDIS_MASK):
+        raise redis.exceptions.ResponseError("ERR unknown user Secr3tPassw0rd")
+    assert str(caught.value) == "ERR unknown user ***"
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import asyncpg
 
 from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, RowSecurityRefused
 from exporter.reasons import Reason
+from exporter.sources.url_secrets import Mask, unmasked
 
 # The SQLSTATEs (by asyncpg's class for each) the exporter knows; the first match wins.
 REASONS: tuple[tuple[type[asyncpg.PostgresError], Reason], ...] = (
@@ -49,13 +50,6 @@ def row_security_table(exc: BaseException) -> str | None:
         return None
     match = ROW_SECURITY.search(str(exc))
     return None if match is None else match.group(1)
-
-
-Mask = Callable[[str], str]  # a text with the pieces it must not show hidden
-
-
-def unmasked(text: str) -> str:
-    return text
 
 
 # What PgBouncer answers a transaction block in pool_mode = statement, as it closes the connection.

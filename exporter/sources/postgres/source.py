@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +53,7 @@ from exporter.sources.postgres.passes import run_pass
 from exporter.sources.postgres.pool_mode import PoolMode
 from exporter.sources.postgres.pooler import BACKEND_PID_SQL, SessionProbe, SessionWatch, probe_pooler
 from exporter.sources.postgres.transaction import COMMIT_SQL, transaction_opening
-from exporter.sources.url_secrets import masked, server_secrets
+from exporter.sources.url_secrets import server_mask
 from exporter.tenant_list import TenantList
 from exporter.timeouts import Timeouts
 
@@ -113,7 +112,7 @@ class Postgres:
         self.clock = clock
         self._opening = transaction_opening(timeouts)
         # The server's words with every echo of a credential of the URL hidden.
-        self._mask = functools.partial(masked, texts=server_secrets(settings.url, os.environ))
+        self._mask = server_mask(settings.url, os.environ)
         self._pool = LanePool(
             self._lanes,
             self._connect,

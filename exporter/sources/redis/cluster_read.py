@@ -34,6 +34,7 @@ from exporter.pacing import Pacer
 from exporter.reasons import Reason
 from exporter.sources.redis.errors import reply_error
 from exporter.sources.redis.exchange import exchange
+from exporter.sources.url_secrets import Mask, unmasked
 
 Command = tuple[str, ...]  # name, key, arguments
 Pipelines = list[tuple[ClusterNode, list[PipelineCommand]]]
@@ -51,8 +52,9 @@ class ClusterReader:
     """Routes commands by slot over one RedisCluster client; reads its slot map
     again after any reading that failed."""
 
-    def __init__(self, cluster: RedisCluster) -> None:
+    def __init__(self, cluster: RedisCluster, mask: Mask = unmasked) -> None:
         self.cluster = cluster
+        self._mask = mask  # the server's words through it (exporter.sources.redis.errors)
         self._mapped = False
         self._map_stale = False
 
@@ -61,12 +63,12 @@ class ClusterReader:
         if self._map_stale or not self._mapped:
             # The slot map alone (CLUSTER SLOTS): RedisCluster.initialize would also
             # send COMMAND, for a routing of commands this reader does itself.
-            with slot_map_errors():
+            with slot_map_errors(self._mask):
                 await self.cluster.nodes_manager.initialize()
             self._mapped = True
             self._map_stale = False
         try:
-            with slot_map_errors():
+            with slot_map_errors(self._mask):
                 return await self._read(commands)
         except BaseException:
             self._map_stale = True
@@ -98,11 +100,11 @@ class ClusterReader:
         second = await _round(list(asked.values())) if asked else []
         for node, _, failed in second:
             for pipelined in failed:
-                if pipelined.position < 0:
-                    raise _naming(node, reply_error(pipelined.result, ("ASKING",)))  # NOPERM: the ACL lacks +asking
+                if pipelined.position < 0:  # NOPERM: the ACL lacks +asking
+                    raise _naming(node, reply_error(pipelined.result, ("ASKING",), self._mask))
         _refuse_redirects(second, follow_ask=False)
         errors = [
-            (pipelined.position, _naming(node, reply_error(pipelined.result, commands[pipelined.position])))
+            (pipelined.position, _naming(node, reply_error(pipelined.result, commands[pipelined.position], self._mask)))
             for node, _, failed in first + second
             for pipelined in failed
             if pipelined.position >= 0 and not isinstance(pipelined.result, redis.exceptions.AskError)
@@ -180,28 +182,28 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
 
 
 @contextmanager
-def slot_map_errors() -> Iterator[None]:
+def slot_map_errors(mask: Mask = unmasked) -> Iterator[None]:
     """redis-py's RedisClusterException (untyped: a message and a chain of causes) as the
-    exporter's typed error telling the operator what to do."""
+    exporter's typed error telling the operator what to do, the server's words through `mask`."""
     try:
         yield
     except redis.exceptions.RedisClusterException as exc:
         causes = list(_causes(exc))
         for cause in causes:
             if isinstance(cause, redis.exceptions.NoPermissionError):
-                raise RedisPermissionDenied("CLUSTER SLOTS", None, str(cause)) from exc
+                raise RedisPermissionDenied("CLUSTER SLOTS", None, mask(str(cause))) from exc
         for cause in causes:
             if isinstance(cause, redis.exceptions.ResponseError) and "cluster support disabled" in str(cause):
-                raise NotACluster(str(cause)) from exc
+                raise NotACluster(mask(str(cause))) from exc
         for cause in causes:
             if isinstance(cause, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError | OSError):
-                raise redis.exceptions.ConnectionError(f"no node of the URL answered: {cause}") from exc
+                raise redis.exceptions.ConnectionError(f"no node of the URL answered: {mask(str(cause))}") from exc
         if isinstance(exc, redis.exceptions.SlotNotCoveredError) or "not covered" in str(exc):
-            raise RedisUnavailable("CLUSTERDOWN", str(exc), Reason.CLUSTER_DOWN) from exc
+            raise RedisUnavailable("CLUSTERDOWN", mask(str(exc)), Reason.CLUSTER_DOWN) from exc
         for cause in causes[1:]:
             if isinstance(cause, redis.exceptions.ResponseError):
                 raise cause from exc  # translated by the caller, as any error reply
-        raise redis.exceptions.RedisError(f"Redis Cluster: {exc}") from exc
+        raise redis.exceptions.RedisError(f"Redis Cluster: {mask(str(exc))}") from exc
 
 
 def _naming(node: ClusterNode, error: BaseException) -> BaseException:

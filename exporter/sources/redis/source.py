@@ -30,6 +30,7 @@ from exporter.sources.redis.errors import reply_error, translating
 from exporter.sources.redis.exchange import exchange
 from exporter.sources.redis.tls import NO_TLS, RedisTls
 from exporter.sources.redis.url import RedisTarget, parse_redis_url
+from exporter.sources.url_secrets import server_mask
 from exporter.timeouts import Timeouts
 
 
@@ -143,6 +144,8 @@ class RedisStreams:
         # The link of the server the last reading got as far as INFO on: shown as a
         # meta gauge whether or not the streams were measured (exporter/freshness.py).
         self.replica_link: ReplicaLink | None = None
+        # The server's words with every echo of a credential of the URL hidden.
+        self._mask = server_mask(settings.url, {})
 
     def _get_clients(self) -> RedisClients:
         self._life.ensure_open()
@@ -160,7 +163,7 @@ class RedisStreams:
         """The replies for `signal`; raises ReplicaStale first when the server is a replica
         too far behind its master (what it says, NOGROUP included, is then no news).
         Redis's refusals are raised as the exporter's typed errors (exporter.sources.redis.errors)."""
-        with translating():
+        with translating(self._mask):
             return await self._read(query, signal)
 
     async def _read(self, query: StreamsQuery, signal: str) -> StreamsReading:
@@ -170,7 +173,7 @@ class RedisStreams:
         if isinstance(client, RedisCluster):
             self.replica_link = None
             if self._cluster is None or self._cluster.cluster is not client:
-                self._cluster = ClusterReader(client)
+                self._cluster = ClusterReader(client, self._mask)
             # A cluster's masters are read, never a replica: a node that is one redirects.
             return reading_of(await self._cluster.read(commands), query, None)
         try:
@@ -193,19 +196,19 @@ class RedisStreams:
         if not isinstance(info, Mapping):
             self.replica_link = None
             if isinstance(info, redis.exceptions.ResponseError):
-                raise reply_error(info, ("INFO",))
+                raise reply_error(info, ("INFO",), self._mask)
             raise redis.exceptions.DataError(f"INFO replication answered {info!r}")
         link = self.replica_link = redis_link(clients.server(), info)
         require_fresh(signal, link, self.settings.replica_max_staleness, MAX_STALENESS_SETTING)
         for position in errors:  # the first error reply, INFO's being checked above
             error = replies[position]
             if position > 0 and isinstance(error, redis.exceptions.ResponseError):
-                raise reply_error(error, commands[position - 1])
+                raise reply_error(error, commands[position - 1], self._mask)
         return reading_of(replies[1:], query, link)
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
-        with translating():
+        with translating(self._mask):
             return await self._get_clients().where_reads_go()
 
     async def close(self) -> None:
