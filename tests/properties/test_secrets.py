@@ -1,13 +1,15 @@
 """No output ever holds a piece of a password: generated passwords (reserved
 characters, fullwidth look-alikes, any Unicode) in every credential position
 (each URL form, query parameter, URL file, environment variable, web config
-value, key, YAML tag, a user and its hash swapped), through what check-config
-prints (text and JSON), what diagnose prints before it connects, and what serve
-logs (text and JSON) and serves on its page for a refresh against sources that
-refuse the connection; and, against a real PostgreSQL that refuses the login,
-the password put where the user name goes (the userinfo, `?user=`, PGUSER),
-which the server's error quotes back ("password authentication failed for
-user ...").
+value, key, YAML tag on a value, a key or a list item, a user and its hash
+swapped), through what check-config and healthcheck print when they refuse
+(text and JSON), what serve logs when it reloads the web config, what serve
+logs (text and JSON) and serves on its page for a refresh, and what diagnose
+prints, against sources that refuse the connection; and, against a real
+PostgreSQL that refuses the login and a real Redis, the password put where the
+user name goes (the userinfo, `?user=`, PGUSER, the Redis userinfo), which a
+server's error may quote back ("password authentication failed for user
+...").
 
 A piece is any 4 characters of the password. What the exporter prints of its
 own (a scheme, a word) is told apart from a leak by its twin: the same
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -34,15 +37,19 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from devkit.servers import PostgresServer
+from devkit.servers import PostgresServer, RedisServer
 from exporter import logs
 from exporter.errors import ConfigError, InvalidSettings
+from exporter.http.reload import ReloadingWebConfig
+from exporter.http.webconfig import WebConfig
 from exporter.loading import load
 from exporter.service import build_exporter
 from exporter.settings import Settings
 from exporter.sources.postgres import dsn
 from exporter.sources.postgres.dsn import redact as redact_url
 from exporter.sources.redis.url import parse_redis_url, shown
+from exporter.tools import healthcheck
+from exporter.tools.diagnose import diagnose
 from tests.hypotheses import examples
 
 PIECE = 4
@@ -156,6 +163,8 @@ POSITIONS: dict[str, Position] = {
     "redis userinfo": _url("redis_url", f"redis://:{{p}}@{HOST}/0"),
     "redis user and password": _url("redis_url", f"redis://u:{{p}}@{HOST}/0"),
     "redis userinfo, encoded": _url("redis_url", f"redis://:{{e}}@{HOST}/0"),
+    "redis user alone": _url("redis_url", f"redis://{{p}}@{HOST}/0"),
+    "redis user alone, encoded": _url("redis_url", f"redis://{{e}}@{HOST}/0"),
     "redis ?password": _url("redis_url", f"redis://{HOST}/0?password={{p}}"),
     "redis ?db after the password": _url("redis_url", f"redis+sentinel://{HOST}/m?sentinel_password={{p}}&db=9{{p}}"),
     "sentinel userinfo": _url("redis_url", f"redis+sentinel://:{{p}}@{HOST}/mymaster"),
@@ -169,6 +178,9 @@ POSITIONS: dict[str, Position] = {
     "redis file": _file("redis_url_file", f"redis://:{{p}}@{HOST}/0"),
     "web config hash": _web("basic_auth_users:\n  prometheus: {p}\n"),
     "web config tag": _web("basic_auth_users:\n  prometheus: !{r}\n"),
+    "web config tag on a user": _web("basic_auth_users:\n  !{r} prometheus: '{h}'\n"),
+    "web config verbatim tag": _web("basic_auth_users:\n  prometheus: !<{r}>\n"),
+    "web config tag in a list": _web("tls_server_config:\n  cipher_suites: [!{r} x]\n"),
     "web config raw value": _web("basic_auth_users:\n  prometheus: {r}\n"),
     "web config user": _web("basic_auth_users:\n  {p}: '{h}'\n"),
     "web config user and hash swapped": _web("basic_auth_users:\n  '{h}': {p}\n"),
@@ -211,12 +223,35 @@ def captured_logs() -> Iterator[Captured]:
 
 def _refusal(exc: ConfigError) -> str:
     """What check-config and serve print when they refuse: both log formats."""
-    errors = exc.errors if isinstance(exc, InvalidSettings) else (exc,)
     printed = io.StringIO()
     with contextlib.redirect_stderr(printed):
         for log_format in ("text", "json"):
-            logs.startup_failure([str(error) for error in errors], log_format, "orpycamcp-exporter")
+            logs.startup_failure(_errors(exc), log_format, "orpycamcp-exporter")
     return printed.getvalue()
+
+
+def _errors(exc: ConfigError) -> list[str]:
+    return [str(error) for error in (exc.errors if isinstance(exc, InvalidSettings) else (exc,))]
+
+
+# No serving process to read the settings of: healthcheck reads its own options alone.
+NO_PROCESS = Path("/nonexistent/cmdline")
+
+
+def _healthcheck_refusal(given: Given) -> list[str]:
+    """What healthcheck prints when it refuses the options it reads (the web config among them)."""
+    try:
+        healthcheck.plan(given.values, given.env, NO_PROCESS)
+    except ConfigError as exc:
+        return _errors(exc)
+    return []
+
+
+def _reload(given: Given) -> None:
+    """A reload of the web config by a serving process (SIGHUP): what it logs is captured."""
+    path = given.values.get("web_config_file")
+    if path is not None:
+        ReloadingWebConfig(path, WebConfig()).check("SIGHUP")
 
 
 def _only_local(settings: Settings) -> bool:
@@ -228,38 +263,59 @@ def _only_local(settings: Settings) -> bool:
     )
 
 
-async def _serve_once(settings: Settings) -> str:
+# Every signal of a source fails alike at its connection: one of each is read, so
+# that the time goes to the outputs (serve and diagnose) rather than to repeats.
+ONE_PER_SOURCE = ("dlq", "streams")
+
+
+def _one_signal_per_source(settings: Settings) -> Settings:
+    return dataclasses.replace(settings, signals=tuple(name for name in settings.signals if name in ONE_PER_SOURCE))
+
+
+async def _served(settings: Settings, diagnosed: bool) -> str:
+    """One serve refresh (its page's series), and what diagnose prints when `diagnosed`."""
     exporter = build_exporter(settings)
     try:
         page = await exporter.scrape()
     finally:
         await exporter.close()
     # The series, not their values: a duration's digits are not the password's.
-    return "\n".join(line.rpartition(" ")[0] for line in page.raw.decode("utf-8").splitlines())
+    printed = [line.rpartition(" ")[0] for line in page.raw.decode("utf-8").splitlines()]
+    said: list[str] = []
+    if diagnosed:
+        await diagnose(settings, said.append)
+    # Not its timings either ("ok   dlq: measurable (3 series, 12 ms)").
+    return "\n".join([*printed, *(line.partition(" series, ")[0] for line in said)])
 
 
 def outputs(given: Given, directory: Path) -> str:
-    return _outputs(given, directory, _only_local)
+    # Against sources that refuse at once, diagnose's own lines are those it prints
+    # before it connects; the server errors it prints are the serve refresh's.
+    return _outputs(given, directory, _only_local, diagnosed=False)
 
 
-def _outputs(given: Given, directory: Path, serves: Callable[[Settings], bool]) -> str:
-    """Everything check-config, diagnose (before it connects) and one serve refresh print."""
+def _outputs(given: Given, directory: Path, serves: Callable[[Settings], bool], *, diagnosed: bool) -> str:
+    """Everything check-config, healthcheck and a web config reload print, what diagnose
+    prints before it connects, and, when `serves`, one serve refresh (and all of
+    diagnose when `diagnosed`)."""
     for path, text in given.files.items():
         Path(path).write_text(text, encoding="utf-8")
     with mock.patch.dict(os.environ, given.env), captured_logs() as logged:
+        printed = _healthcheck_refusal(given)
+        _reload(given)
         try:
             settings = load({**given.values, "deadline": "2"}, given.env)
         except ConfigError as exc:
             event("refused at start")
-            return _refusal(exc)
-        printed = [settings.summary("127.0.0.1:9874")]
+            return "\n".join([*printed, _refusal(exc), *logged.lines])
+        printed.append(settings.summary("127.0.0.1:9874"))
         if settings.database_url is not None:
             printed.append(f"PostgreSQL {redact_url(settings.database_url)}")
         if settings.redis_url is not None:
             printed.append(f"Redis {shown(settings.redis_url)}: {parse_redis_url(settings.redis_url).describe()}")
         if serves(settings):
             event("served")
-            printed.append(asyncio.run(_serve_once(settings)))
+            printed.append(asyncio.run(_served(_one_signal_per_source(settings), diagnosed)))
         return "\n".join([*printed, *logged.lines])
 
 
@@ -287,22 +343,48 @@ def test_no_output_holds_a_piece_of_the_password(directory: Path, position: str,
     assert not leaked, f"{position}: {leaked} of the password shown in:\n{output}"
 
 
-# A password put where the user name goes, against a real server that refuses the
-# login: its error quotes the user name back, which the exporter masks.
-SERVER_POSITIONS: dict[str, Callable[[str, str], Given]] = {
-    "pg user alone": lambda server, password: Given(
-        {"database_url": f"postgresql://{_encoded(password)}@{server}/postgres"}, {}, {}
-    ),
-    "pg user alone, PGPASSWORD": lambda server, password: Given(
-        {"database_url": f"postgresql://{_encoded(password)}@{server}/postgres"}, {"PGPASSWORD": "not-it"}, {}
-    ),
-    "pg ?user alone": lambda server, password: Given(
-        {"database_url": f"postgresql://{server}/postgres?user={_encoded(password)}"}, {}, {}
-    ),
-    "PGUSER": lambda server, password: Given(
-        {"database_url": f"postgresql://{server}/postgres"}, {"PGUSER": password, "PGPASSWORD": "not-it"}, {}
-    ),
+# A password put where the user name goes, against real servers: PostgreSQL refuses
+# the login and quotes the user name back, which the exporter masks; Redis is
+# given the user name with no password beside it.
+class Servers(NamedTuple):
+    postgres: str  # host:port
+    redis: str
+
+
+# No TLS attempt before the plain one (asyncpg's sslmode=prefer builds a TLS context for each):
+# the time goes to the outputs.
+PLAIN = {"PGSSLMODE": "disable"}
+
+
+def _pg_user(url: str, env: dict[str, str] | None = None) -> Callable[[Servers, str], Given]:
+    return lambda servers, password: Given(
+        {"database_url": url.format(pg=servers.postgres, e=_encoded(password))}, {**PLAIN, **(env or {})}, {}
+    )
+
+
+def _pguser(servers: Servers, password: str) -> Given:
+    env = {**PLAIN, "PGUSER": password, "PGPASSWORD": "not-it"}
+    return Given({"database_url": f"postgresql://{servers.postgres}/postgres"}, env, {})
+
+
+def _redis_user(servers: Servers, password: str) -> Given:
+    return Given({"redis_url": f"redis://{_encoded(password)}@{servers.redis}/0"}, {}, {})
+
+
+SERVER_POSITIONS: dict[str, Callable[[Servers, str], Given]] = {
+    "pg user alone": _pg_user("postgresql://{e}@{pg}/postgres"),
+    "pg user alone, PGPASSWORD": _pg_user("postgresql://{e}@{pg}/postgres", {"PGPASSWORD": "not-it"}),
+    "pg ?user alone": _pg_user("postgresql://{pg}/postgres?user={e}"),
+    "PGUSER": _pguser,
+    "redis user alone": _redis_user,
 }
+
+
+@pytest.fixture(scope="module")
+def servers(pg_server: PostgresServer, redis: RedisServer) -> Servers:
+    return Servers(
+        pg_server.url().rpartition("@")[2].partition("/")[0], redis.url.partition("://")[2].partition("/")[0]
+    )
 
 
 @settings(
@@ -312,12 +394,11 @@ SERVER_POSITIONS: dict[str, Callable[[str, str], Given]] = {
 )
 @given(position=st.sampled_from(sorted(SERVER_POSITIONS)), password=PASSWORDS)
 def test_no_server_error_quotes_a_password_put_in_the_user_place(
-    pg_server: PostgresServer, directory: Path, position: str, password: str
+    servers: Servers, directory: Path, position: str, password: str
 ) -> None:
     assume("\x00" not in password)  # no user name, environment or startup packet holds a NUL
-    server = pg_server.url().rpartition("@")[2].partition("/")[0]
     place = SERVER_POSITIONS[position]
-    output = _outputs(place(server, password), directory, lambda _settings: True)
-    twin_output = _outputs(place(server, twin(password)), directory, lambda _settings: True)
+    output = _outputs(place(servers, password), directory, lambda _settings: True, diagnosed=True)
+    twin_output = _outputs(place(servers, twin(password)), directory, lambda _settings: True, diagnosed=True)
     leaked = leaks(password, output, twin_output)
     assert not leaked, f"{position}: {leaked} of the password shown in:\n{output}"
