@@ -19,11 +19,16 @@ uvicorn cancels the timer on any byte received, so a CRLF every few seconds
 (which the parser skips between requests), or the body bytes of a GET already
 answered, kept it open for ever; here only the start of a new request does.
 
-An `Upgrade:` request (no WebSocket is served) is answered as plain HTTP and
-the connection closed after the answer, since nothing after it can be parsed
-as HTTP; without uvicorn's two WARNING lines advising a WebSocket library.
-Malformed requests are logged at most once a minute per client address, with
-the count of those not logged.
+What is not body in the rest of a request (chunk extensions, trailers: a
+trailer is a header that comes after the body, buffered by httptools the same
+way) is counted too, from the end of the head to the end of the request, and
+the connection closed once it passes the same limit.
+
+An `Upgrade:` request (or a CONNECT: no WebSocket, HTTP/2 or tunnel is served)
+is refused with 400 and the connection closed after the answer, since nothing
+after it can be parsed as HTTP; without uvicorn's two WARNING lines advising a
+WebSocket library. Malformed requests are logged at most once a minute per
+client address, with the count of those not logged.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httptools
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from exporter.http.connections import ConnectionBook
@@ -49,6 +55,7 @@ HEAD_SLACK_BYTES = 256
 WARNING_INTERVAL_SECONDS = 60.0
 WARNED_PEERS = 1024
 INVALID_REQUEST = "Invalid HTTP request received."
+UPGRADE_REFUSED = b"Upgrade and CONNECT are not served: this exporter speaks HTTP/1.1 only.\n"
 log = logging.getLogger("orpycamcp.http")
 
 
@@ -75,8 +82,19 @@ class PeerWarnings:
         self._last[peer] = (now, 0)
         while len(self._last) > self.peers:
             self._last.popitem(last=False)
-        more = f" ({unlogged} more from it since, not logged)" if unlogged else ""
-        logger.warning("%s (from %s%s)", message, peer, more)
+        more = f", {unlogged} more suppressed since the last" if unlogged else ""
+        logger.warning("%s (from %s; logged once a minute per client%s)", message, peer, more)
+
+
+async def refuse_upgrade(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to an Upgrade or CONNECT request, in place of the app's."""
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(UPGRADE_REFUSED)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": UPGRADE_REFUSED})
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
@@ -92,6 +110,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._in_head = True  # the bytes received are (or start) a request head
         self._arrived = 0  # the bytes of the head in progress received so far
+        self._framing = 0  # the bytes after the head that are not body (chunk framing, trailers)
+        self._body = 0  # the body bytes of the request in progress
         self._upgraded = False
         self._head_timer: asyncio.TimerHandle | None = None
         if self.book is not None and not self.book.opened(self):
@@ -128,38 +148,48 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, with the head counted before the parser sees it, and the keep-alive
-        timer left running (only a request's start stops it: on_message_begin)."""
+        """uvicorn's, with the head counted before the parser sees it, what follows the head
+        counted but for its body, and the keep-alive timer left running (only a request's
+        start stops it: on_message_begin)."""
         if self._upgraded or self.transport.is_closing():
             return  # nothing after an Upgrade request is HTTP: the connection closes after its answer
-        if self._in_head:
-            allowance = self.max_head_bytes + HEAD_SLACK_BYTES - self._arrived
-            if len(data) > allowance:
-                self._feed(data[:allowance])
-                if self._in_head and not self.transport.is_closing():
-                    self._refuse(f"request head over {self.max_head_bytes} bytes")
-                elif not self.transport.is_closing():
-                    self.data_received(data[allowance:])
-                return
-            self._arrived += len(data)
+        if not self._in_head:
+            body = self._body
+            self._feed(data)
+            if not self._in_head:  # still the same request: all of it but its body is framing
+                self._framing += len(data) - (self._body - body)
+                if self._framing > self.max_head_bytes + HEAD_SLACK_BYTES and not self.transport.is_closing():
+                    self._refuse(f"request framing and trailers over {self.max_head_bytes} bytes")
+            return
+        allowance = self.max_head_bytes + HEAD_SLACK_BYTES - self._arrived
+        if len(data) > allowance:
+            self._feed(data[:allowance])
+            if self._in_head and not self.transport.is_closing():
+                self._refuse(f"request head over {self.max_head_bytes} bytes")
+            elif not self.transport.is_closing():
+                self.data_received(data[allowance:])
+            return
+        self._arrived += len(data)
         self._feed(data)
 
     def _feed(self, data: bytes) -> None:
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._upgraded = True
-            if self.cycle is not None:
-                self.cycle.keep_alive = False  # answered as plain HTTP, then closed
+            self._upgraded = True  # refused (on_headers_complete), then closed
         except RequestHeadTooLarge as exc:
             self._refuse(str(exc))
         except httptools.HttpParserError:
             self._refuse(INVALID_REQUEST)
 
     def _refuse(self, why: str) -> None:
+        """Answered 400 and closed; closed only once the head is past (its answer may be on its way)."""
         peer = self.client[0] if self.client else "an unknown address"
         self.warnings.warn(self.logger, peer, why)
-        self.send_400_response(INVALID_REQUEST)
+        if self._in_head:
+            self.send_400_response(INVALID_REQUEST)
+        else:
+            self.transport.close()
 
     def _count(self, size: int) -> None:
         self._head_bytes += size
@@ -183,10 +213,24 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_head_timer()
-        self._in_head = False
+        self._framing = self._body = 0
         if self.book is not None:
             self.book.busy(self)
-        super().on_headers_complete()
+        if not self.parser.should_upgrade():
+            super().on_headers_complete()  # raises on a URL it cannot parse: refused as a head
+        else:
+            # Upgrade or CONNECT: refused in place of the app's answer, queued as any pipelined
+            # request. The refusal reads no path (a CONNECT's is host:port, which uvicorn refuses).
+            app, self.app, self.url = self.app, refuse_upgrade, b"/"
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+        self._in_head = False
+
+    def on_body(self, body: bytes) -> None:
+        self._body += len(body)
+        super().on_body(body)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()

@@ -77,7 +77,7 @@ def uvicorn_config(
         loop="uvloop",
         # httptools with a time and size limit on request heads, and the connection book.
         http=protocol,
-        # No WebSocket is served: an upgrade request is answered as plain HTTP.
+        # No WebSocket is served: an upgrade request is refused with 400 (exporter/http/limits.py).
         ws="none",
         lifespan="on",
         log_config=None,  # our own logging setup stays in place

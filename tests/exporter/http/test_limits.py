@@ -17,7 +17,14 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
 from exporter.http.connections import ConnectionBook
-from exporter.http.limits import HEAD_SLACK_BYTES, INVALID_REQUEST, MAX_HEAD_BYTES, PeerWarnings, bounded_protocol
+from exporter.http.limits import (
+    HEAD_SLACK_BYTES,
+    INVALID_REQUEST,
+    MAX_HEAD_BYTES,
+    UPGRADE_REFUSED,
+    PeerWarnings,
+    bounded_protocol,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -66,7 +73,7 @@ async def serving(
     app: App,
     book: ConnectionBook | None = None,
     head_timeout: float = WITHIN,
-    keep_alive: int = 60,
+    keep_alive: float = 60,
     tls: ssl.SSLContext | None = None,
 ) -> AsyncIterator[int]:
     """The port of a server of `app` with the bounded protocol, as uvicorn builds it
@@ -78,8 +85,10 @@ async def serving(
         lifespan="off",
         log_config=None,
         access_log=False,
-        timeout_keep_alive=keep_alive,
     )
+    # uvicorn times keep-alive with call_later, which takes a fraction of a second too
+    # (its annotation says int): the tests' short timeouts keep them cheap.
+    config.timeout_keep_alive = keep_alive  # type: ignore[assignment]
     config.load()
     state = ServerState()
     protocol = config.http_protocol_class
@@ -299,7 +308,7 @@ async def trickled_until_closed(client: Client, data: bytes) -> bool:
                 return True
 
 
-KEEP_ALIVE = 1  # seconds (uvicorn takes whole seconds)
+KEEP_ALIVE = 0.3  # seconds
 GET = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
@@ -324,20 +333,68 @@ async def test_an_idle_kept_connection_closes_at_its_timeout_whatever_trickles_i
     assert app.requests == 1
 
 
-async def test_an_upgrade_request_is_answered_as_plain_http_then_the_connection_closes(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    "refused",
+    [
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n\r\n",
+        b"CONNECT 127.0.0.1:9874 HTTP/1.1\r\nHost: 127.0.0.1:9874\r\n\r\n",
+    ],
+    ids=["websocket", "h2c", "connect"],
+)
+async def test_an_upgrade_request_is_refused_then_the_connection_closes(
+    refused: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     """What follows an Upgrade request is not HTTP: the pipelined request is not left
-    waiting for ever, the client learns by the close to send it again."""
-    upgrade = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    waiting for ever, the client learns by the refusal and the close to send it again."""
     app = App()
     with caplog.at_level(logging.DEBUG):
         async with serving(app) as port:
             client = await Client.connect(port)
-            assert await client.request(upgrade + GET) == (200, b"ok")
+            assert await client.request(refused + GET) == (400, UPGRADE_REFUSED)
             assert await client.closed_by_server()
-    assert app.requests == 1
+    assert app.requests == 0
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+
+
+async def test_a_request_pipelined_before_an_upgrade_is_answered_first() -> None:
+    app = App()
+    upgrade = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    async with serving(app) as port:
+        client = await Client.connect(port)
+        assert await client.request(GET + upgrade) == (200, b"ok")
+        assert await client.response() == (400, UPGRADE_REFUSED)
+        assert await client.closed_by_server()
+    assert app.requests == 1
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+@pytest.mark.parametrize(
+    "after_head",
+    [b"0\r\nX-Fill: ", b"1\r\na\r\n0\r\nA: b\r\nX-Fill: ", b"1;x="],
+    ids=["trailer", "second trailer", "chunk extension"],
+)
+async def test_a_trailer_that_never_ends_closes_the_connection_as_its_bytes_pass_the_limit(
+    tls: bool, after_head: bytes
+) -> None:
+    """A trailer is a header after the body, buffered by httptools as one in the head:
+    what is not body after the head is counted as it arrives, and the connection closed
+    once it passes the head limit (its answer sent already, or on its way)."""
+    app = App()
+    async with serving(app, tls=server_tls() if tls else None) as port:
+        client = await Client.connect(port, client_tls() if tls else None)
+        assert await client.request(b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n") == (
+            200,
+            b"ok",
+        )
+        # Past the limit by the bytes of after_head that are not body (all but the second trailer's "a").
+        fill = after_head + b"a" * (MAX_HEAD_BYTES + HEAD_SLACK_BYTES)
+        with contextlib.suppress(ConnectionError):
+            for start in range(0, len(fill), 4096):
+                client.writer.write(fill[start : start + 4096])
+                await client.writer.drain()
+        assert await client.closed_by_server()
+    assert app.requests == 1
 
 
 async def test_malformed_requests_of_one_client_are_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
@@ -347,7 +404,7 @@ async def test_malformed_requests_of_one_client_are_logged_once_a_minute(caplog:
             assert (await client.request(b"NOT HTTP\r\n\r\n"))[0] == 400
             assert await client.closed_by_server()
     warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
-    assert warnings == [f"{INVALID_REQUEST} (from 127.0.0.1)"]
+    assert warnings == [f"{INVALID_REQUEST} (from 127.0.0.1; logged once a minute per client)"]
 
 
 def test_the_warnings_not_logged_are_counted_into_the_next(caplog: pytest.LogCaptureFixture) -> None:
@@ -361,10 +418,11 @@ def test_the_warnings_not_logged_are_counted_into_the_next(caplog: pytest.LogCap
         quiet.warn(logger, "10.0.0.1", "bad")  # forgotten: logged again
         every.warn(logger, "10.0.0.3", "bad")
         every.warn(logger, "10.0.0.3", "bad")
+    once = "logged once a minute per client"
     assert [record.getMessage() for record in caplog.records] == [
-        "bad (from 10.0.0.1)",
-        "bad (from 10.0.0.2)",
-        "bad (from 10.0.0.1)",
-        "bad (from 10.0.0.3)",
-        "bad (from 10.0.0.3)",
+        f"bad (from 10.0.0.1; {once})",
+        f"bad (from 10.0.0.2; {once})",
+        f"bad (from 10.0.0.1; {once})",
+        f"bad (from 10.0.0.3; {once})",
+        f"bad (from 10.0.0.3; {once})",
     ]
