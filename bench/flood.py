@@ -16,13 +16,18 @@ connection for every scrape, every 0.1 s):
   socket takes it (default settings: each is refused once its head passes
   16 KiB, and reconnects);
 - crlf: clients answered once, then sending a line end every second (default
-  settings: each is closed at the 15 s keep-alive timeout, and reconnects).
+  settings: each is closed at the 15 s keep-alive timeout, and reconnects);
+- trailer: clients sending a chunked GET, answered, then a trailer (a header
+  after the body) that never ends, as fast as the socket takes it (each closed
+  once what follows its head passes 16 KiB, and reconnects);
+- body: clients sending a GET announcing a 1 GB body, answered, then one body
+  byte a second (each closed at the 15 s keep-alive timeout, and reconnects).
 
 The hostile clients of issue #41 are measured with a few of them, not 10,000:
 
-    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 1 --seconds 20
-    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 10 --seconds 20
-    .venv/bin/python -m bench.flood --scenarios stream,crlf --connections 100 --seconds 20
+    .venv/bin/python -m bench.flood --scenarios stream,crlf,trailer,body --connections 1 --seconds 20
+    .venv/bin/python -m bench.flood --scenarios stream,crlf,trailer,body --connections 10 --seconds 20
+    .venv/bin/python -m bench.flood --scenarios stream,crlf,trailer,body --connections 100 --seconds 20
 
 Unloaded figures come from the same process in the same run, just before the
 flood. The flood runs in its own process (devkit/flood.py).
@@ -55,10 +60,14 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "capped": ("idle", ["--web.max-connections", "2000"]),
     "stream": ("stream", []),
     "crlf": ("crlf", []),
+    "trailer": ("trailer", []),
+    "body": ("body", []),
 }
 
 
-async def run(scenarios: list[str], connections: int, seconds: float, log_dir: Path) -> list[dict[str, object]]:
+async def run(
+    scenarios: list[str], connections: int, seconds: float, log_dir: Path, flood_nice: int = 0
+) -> list[dict[str, object]]:
     server = start_postgres()
     results: list[dict[str, object]] = []
     try:
@@ -72,7 +81,14 @@ async def run(scenarios: list[str], connections: int, seconds: float, log_dir: P
                 # Churn never holds them all at once: its ramp is cut short.
                 ramp = 60.0 if name.startswith("held") else 5.0
                 flood = await measure_flood(
-                    process.url, process.port, process.process.pid, connections, mode, seconds, ramp_limit=ramp
+                    process.url,
+                    process.port,
+                    process.process.pid,
+                    connections,
+                    mode,
+                    seconds,
+                    ramp_limit=ramp,
+                    flood_nice=flood_nice,
                 )
             summary = {"scenario": name, **flood.summary()}
             results.append(summary)
@@ -84,7 +100,8 @@ async def run(scenarios: list[str], connections: int, seconds: float, log_dir: P
 
 HEADER = (
     "| scenario | scrapes (200) | p50 / p99 unloaded | p50 / p99 flooded | p99 ratio | p99 while ramping"
-    " | open max | shed | RSS before / peak |\n|---|---|---|---|---|---|---|---|---|"
+    " | open max | shed | RSS before / peak | server CPU unloaded / flooded |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -96,7 +113,8 @@ def markdown_row(s: dict[str, object]) -> str:
         f"| {s['scenario']} | {total} ({ok}) | {s['p50_unloaded_ms']} / {s['p99_unloaded_ms']} ms"
         f" | {s['p50_loaded_ms']} / {s['p99_loaded_ms']} ms | {ratio:.2f} | {s['p99_ramp_ms']} ms"
         f" | {s['open_connections_max']:.0f} | {s['shed_total']:.0f}"
-        f" | {s['rss_before_mib']} / {s['rss_peak_mib']} MiB |"
+        f" | {s['rss_before_mib']} / {s['rss_peak_mib']} MiB"
+        f" | {s['server_cpu_unloaded_percent']} / {s['server_cpu_loaded_percent']} % |"
     )
 
 
@@ -105,6 +123,12 @@ def main() -> int:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--connections", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument(
+        "--flood-nice",
+        type=int,
+        default=0,
+        help="run the flood process at this niceness (19: its own CPU, a remote client's, yields to the server's)",
+    )
     args = parser.parse_args()
     raise_fd_limit()
     scenarios = [name.strip() for name in args.scenarios.split(",") if name.strip()]
@@ -113,7 +137,7 @@ def main() -> int:
         parser.error(f"unknown scenarios {unknown} (known: {', '.join(SCENARIOS)})")
     print(f"{args.connections} connections, {args.seconds:g} s held, load {os.getloadavg()}\n\n{HEADER}", flush=True)
     log_dir = Path(tempfile.mkdtemp(prefix="bench-flood-"))
-    results = asyncio.run(run(scenarios, args.connections, args.seconds, log_dir))
+    results = asyncio.run(run(scenarios, args.connections, args.seconds, log_dir, args.flood_nice))
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"flood-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")

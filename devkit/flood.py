@@ -3,12 +3,14 @@ event loop (or a core's worth of scheduling) with the scraper measuring it.
 
 `count` TCP connections to 127.0.0.1:PORT, held open: idle (nothing sent),
 trickling (a request head that never ends, one byte a second), streaming (a
-header value that never ends, sent as fast as the socket takes it) or crlf
-(one request answered, then a line end every second, which a parser skips
-between requests). A connection the server closes is opened again at once, as
-a client that reconnects would. Prints one JSON line of figures when done.
+header value that never ends, sent as fast as the socket takes it), crlf (one
+request answered, then a line end every second, which a parser skips between
+requests), trailer (a chunked GET answered, then a trailer that never ends,
+streamed) or body (a GET announcing a body answered, then one body byte a
+second). A connection the server closes is opened again at once, as a client
+that reconnects would. Prints one JSON line of figures when done.
 
-    python -m devkit.flood PORT COUNT idle|trickle|stream|crlf SECONDS
+    python -m devkit.flood PORT COUNT idle|trickle|stream|crlf|trailer|body SECONDS
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import itertools
 import json
 import math
+import os
 import resource
 import signal
 import subprocess
@@ -35,7 +38,10 @@ TRICKLE_HEAD = b"GET /metrics HTTP/1.1\r\nHost: flood\r\nX-Trickle: " + b"a" * 4
 STREAM_HEAD = b"GET /metrics HTTP/1.1\r\nHost: flood\r\nX-Stream: "
 STREAM_CHUNK = b"a" * 65536
 ANSWERED = b"GET /-/healthy HTTP/1.1\r\nHost: flood\r\n\r\n"
-MODES = ("idle", "trickle", "stream", "crlf")
+CHUNKED = b"GET /-/healthy HTTP/1.1\r\nHost: flood\r\nTransfer-Encoding: chunked\r\n\r\n"
+TRAILER_HEAD = b"0\r\nX-Stream: "
+WITH_BODY = b"GET /-/healthy HTTP/1.1\r\nHost: flood\r\nContent-Length: 1000000000\r\n\r\n"
+MODES = ("idle", "trickle", "stream", "crlf", "trailer", "body")
 
 
 @dataclass
@@ -83,6 +89,15 @@ async def _trickled(
             continue
 
 
+async def _streamed(writer: asyncio.StreamWriter, start: bytes, figures: FloodFigures, stop: asyncio.Event) -> None:
+    """`start`, then a header value without end, as fast as the socket takes it, until the flood stops."""
+    writer.write(start)
+    while not stop.is_set():
+        writer.write(STREAM_CHUNK)
+        figures.bytes_sent += len(STREAM_CHUNK)
+        await writer.drain()  # raises once the server has closed the connection
+
+
 async def flood(plan: FloodPlan) -> FloodFigures:
     """Hold the connections for `plan.seconds`, or until SIGTERM."""
     figures = FloodFigures(plan.mode, plan.connections)
@@ -115,15 +130,16 @@ async def flood(plan: FloodPlan) -> FloodFigures:
                     # Asleep until the server closes it: an idle flood costs its own process nothing.
                     await reader.read(4096)
                 elif plan.mode == "stream":
-                    writer.write(STREAM_HEAD)
-                    while not stop.is_set():
-                        writer.write(STREAM_CHUNK)
-                        figures.bytes_sent += len(STREAM_CHUNK)
-                        await writer.drain()  # raises once the server has closed the connection
-                elif plan.mode == "crlf":
-                    writer.write(ANSWERED)
+                    await _streamed(writer, STREAM_HEAD, figures, stop)
+                elif plan.mode == "trailer":
+                    writer.write(CHUNKED)
                     await reader.readuntil(b"\r\n\r\n")
-                    await _trickled(reader, writer, itertools.repeat(b"\r\n"), figures, stop)
+                    await _streamed(writer, TRAILER_HEAD, figures, stop)
+                elif plan.mode in ("crlf", "body"):
+                    writer.write(ANSWERED if plan.mode == "crlf" else WITH_BODY)
+                    await reader.readuntil(b"\r\n\r\n")
+                    piece = b"\r\n" if plan.mode == "crlf" else b"a"
+                    await _trickled(reader, writer, itertools.repeat(piece), figures, stop)
                 else:
                     pieces = (TRICKLE_HEAD[sent : sent + 1] for sent in range(len(TRICKLE_HEAD)))
                     await _trickled(reader, writer, pieces, figures, stop)
@@ -207,6 +223,12 @@ async def scrape_for(
     return figures
 
 
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def memory_kib(pid: int) -> dict[str, int]:
     """VmRSS (now) and VmHWM (the peak) of a process, in KiB."""
     wanted = {}
@@ -215,6 +237,21 @@ def memory_kib(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM"):
             wanted[key] = int(value.split()[0])
     return wanted
+
+
+class Cpu:
+    """A process's CPU share (percent of one core) since the last reading."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._at = time.monotonic()
+        self._used = cpu_seconds(pid)
+
+    def percent(self) -> float:
+        at, used = time.monotonic(), cpu_seconds(self.pid)
+        share = (used - self._used) / max(at - self._at, 1e-9) * 100
+        self._at, self._used = at, used
+        return round(share, 1)
 
 
 @dataclass
@@ -229,6 +266,8 @@ class FloodRun:
     rss_before_kib: int
     rss_peak_kib: int
     rss_after_kib: int
+    cpu_unloaded_percent: float
+    cpu_loaded_percent: float
 
     def summary(self) -> dict[str, object]:
         return {
@@ -250,6 +289,8 @@ class FloodRun:
             "rss_before_mib": round(self.rss_before_kib / 1024, 1),
             "rss_peak_mib": round(self.rss_peak_kib / 1024, 1),
             "rss_after_mib": round(self.rss_after_kib / 1024, 1),
+            "server_cpu_unloaded_percent": self.cpu_unloaded_percent,
+            "server_cpu_loaded_percent": self.cpu_loaded_percent,
             "flood": asdict(self.flood) if self.flood is not None else None,
         }
 
@@ -263,12 +304,19 @@ async def measure_flood(
     seconds: float,
     baseline_scrapes: int = 100,
     ramp_limit: float = 60.0,
+    flood_nice: int = 0,
 ) -> FloodRun:
     """The scraper unloaded; then while the flood ramps up to `connections` open at once
-    (at most `ramp_limit` s); then for `seconds` while the flood holds them."""
+    (at most `ramp_limit` s); then for `seconds` while the flood holds them. The server's
+    CPU share is taken over the unloaded and the held phases; the flood process runs at
+    `flood_nice` (a remote client's own work is not the server's: on a small machine a
+    flood writing as fast as loopback takes competes with the server it measures)."""
+    cpu = Cpu(pid)
     unloaded = await scrape_for(url, math.inf, count=baseline_scrapes)
+    cpu_unloaded = cpu.percent()
     before = memory_kib(pid)["VmRSS"]
     command: Sequence[str] = [
+        *(["nice", "-n", str(flood_nice)] if flood_nice else []),
         sys.executable,
         "-m",
         "devkit.flood",
@@ -280,7 +328,9 @@ async def measure_flood(
     process = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE)
     try:
         ramp = await scrape_for(url, ramp_limit, full_at=connections * 0.98)
+        cpu.percent()
         loaded = await scrape_for(url, seconds)
+        cpu_loaded = cpu.percent()
     finally:
         process.terminate()
         output, _ = await process.communicate()
@@ -288,7 +338,18 @@ async def measure_flood(
     figures = FloodFigures(**json.loads(line)) if line.startswith("{") else None
     memory = memory_kib(pid)
     return FloodRun(
-        mode, connections, seconds, unloaded, ramp, loaded, figures, before, memory["VmHWM"], memory["VmRSS"]
+        mode,
+        connections,
+        seconds,
+        unloaded,
+        ramp,
+        loaded,
+        figures,
+        before,
+        memory["VmHWM"],
+        memory["VmRSS"],
+        cpu_unloaded,
+        cpu_loaded,
     )
 
 
