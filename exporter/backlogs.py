@@ -61,9 +61,21 @@ REQUIRED = ("help", "scope", "table", "pending")
 TOP_LEVEL = ("version", "tenants", "signals", "backlogs", "streams")
 TENANT_KEYS = ("table", "slug", "schema", "measured")
 # A built-in table signal's keys in the contract (exporter.contract.tables): a backlog's, less
-# its help, its states and arrivals; `labels` names each label's column and values.
-TABLE_SIGNAL_KEYS = ("source", "scope", "table", "pending", "group_by", "groups", "labels", "oldest", "timezone")
-LABEL_KEYS = ("column", "values")
+# its help, its states and arrivals; `labels` names each label's column, values and catch-all.
+TABLE_SIGNAL_KEYS = (
+    "source",
+    "scope",
+    "table",
+    "pending",
+    "group_by",
+    "groups",
+    "group_catch_all",
+    "labels",
+    "oldest",
+    "timezone",
+)
+LABEL_KEYS = ("column", "values", "catch_all")
+LABEL_REQUIRED = ("column", "values")
 POSTGRESQL = "postgresql"
 SCHEMA = f"{SCHEMA_PREFIX}<slug>"  # a tenant's schema, as the contract writes it
 
@@ -183,9 +195,11 @@ class Backlog:
 
     @property
     def catch_all_sets(self) -> tuple[str, ...]:
-        """The value sets declared with a catch-all, as `value_set` label values (group, state)."""
+        """The value sets declared with a catch-all, as `value_set` label values: a declared
+        backlog's group and state, a built-in table signal's label names (origin_group, ...)."""
         states = self.states is not None and self.states.catch_all is not None
-        return (*(("group",) if self.group_catch_all is not None else ()), *(("state",) if states else ()))
+        groups = tuple(column.label for column in self.grouping if column.catch_all is not None)
+        return (*groups, *(("state",) if states else ()))
 
     @property
     def scans_all_rows(self) -> bool:
@@ -220,7 +234,10 @@ class Declarations:
         a declared name or value breaks one of the registry's rules."""
         return extended(
             tuple(b.name for b in self.backlogs),
-            backlog_families(tuple(b.shape() for b in self.backlogs)),
+            backlog_families(
+                tuple(b.shape() for b in self.backlogs),
+                tuple((t.name, t.catch_all_sets) for t in self.tables if t.catch_all_sets),
+            ),
             self.streams.consumer_groups,
             self.streams.dead_letter_streams,
             self.streams.signals,
@@ -297,7 +314,7 @@ class _Reader:
                 raise self.fail(backlog, f"{key}.{item}", "is required")
         return raw
 
-    def catch_all(self, backlog: str, key: str, raw: object, declared: tuple[str, ...]) -> str:
+    def catch_all(self, backlog: str | None, key: str, raw: object, declared: tuple[str, ...]) -> str:
         """A value set's catch-all: one more label value, never one of the declared ones."""
         value = str(self.value(backlog, key, raw))
         if not value or has_control(value):
@@ -383,6 +400,8 @@ class _Reader:
     def label_columns(self, at: str, raw: dict[Any, Any], names: tuple[str, ...]) -> tuple[LabelColumn, ...]:
         """A table signal's label columns: `group_by` and `groups` for its one label, or `labels`
         mapping each of its label names (fixed: ADR-041) to its column and values."""
+        if "group_catch_all" in raw and len(names) != 1:
+            raise self.fail(None, f"{at}.group_catch_all", "is group_by's: give each label's catch_all under labels")
         if "labels" in raw:
             if "group_by" in raw or "groups" in raw:
                 raise self.fail(None, f"{at}.labels", "is given with group_by or groups: declare one or the other")
@@ -398,16 +417,15 @@ class _Reader:
                 if not isinstance(labels[name], dict):
                     raise self.fail(None, key, f"must be a mapping with the keys {', '.join(LABEL_KEYS)}")
                 body = labels[name]
-                for item in LABEL_KEYS:
+                for item in LABEL_REQUIRED:
                     if item not in body:
                         raise self.fail(None, f"{key}.{item}", "is required")
                 for item in body:
                     if item not in LABEL_KEYS:
                         raise self.fail(None, f"{key}.{item}", f"unknown key (known: {', '.join(LABEL_KEYS)})")
                 column = self.identifier(None, f"{key}.column", body["column"])
-                columns.append(
-                    LabelColumn(column, self.label_values(None, f"{key}.values", body["values"]), label=name)
-                )
+                values = self.label_values(None, f"{key}.values", body["values"])
+                columns.append(LabelColumn(column, values, self.opt_in(f"{key}.catch_all", body, values), label=name))
             return tuple(columns)
         if len(names) != 1:
             raise self.fail(None, f"{at}.labels", f"is required: the columns and values of {', '.join(names)}")
@@ -415,7 +433,13 @@ class _Reader:
             if item not in raw:
                 raise self.fail(None, f"{at}.{item}", f"is required: the column and values of {names[0]}")
         column = self.identifier(None, f"{at}.group_by", raw["group_by"])
-        return (LabelColumn(column, self.label_values(None, f"{at}.groups", raw["groups"]), label=names[0]),)
+        values = self.label_values(None, f"{at}.groups", raw["groups"])
+        return (LabelColumn(column, values, self.opt_in(f"{at}.group_catch_all", raw, values), label=names[0]),)
+
+    def opt_in(self, key: str, raw: dict[Any, Any], values: tuple[str, ...]) -> str | None:
+        """A built-in value set's catch-all (the key's last part in `raw`), if it opts in to one."""
+        item = key.rsplit(".", 1)[1]
+        return self.catch_all(None, key, raw[item], values) if item in raw else None
 
     def table_signal(self, name: str, raw: object) -> Backlog:
         """A built-in table signal's declaration (the contract's `signals.<name>`), in place of the

@@ -36,10 +36,12 @@ ARRIVALS_THRESHOLD_HELP = (
 )
 UNDECLARED = PREFIX + "backlog_undeclared_values"
 UNDECLARED_HELP = (
-    "Distinct values a declared backlog's rows hold in the column of a value set (group, state) that the set"
-    " does not list, each counted under the set's declared catch-all value; only for a set declared with one."
+    "Distinct values a declared backlog's (or dlq's, preservation's) rows hold in the column of a value set"
+    " (group, state; origin_group, artifact, phase) that the set does not list, each counted under the set's"
+    " declared catch-all value; only for a set declared with one."
 )
-# The value sets that may declare a catch-all value.
+# The value sets that may declare a catch-all value: a declared backlog's; a built-in table
+# signal's are its labels (registry.families.TABLE_SIGNAL_FAMILIES), its name the `backlog` label.
 VALUE_SETS = ("group", "state")
 
 
@@ -91,8 +93,17 @@ def _per_group(name: str, help_text: str, shape: BacklogShape, label: str, value
     return Family(name, help_text, shape.name, ("backlog", "group", label), combinations)
 
 
-def backlog_families(backlogs: tuple[BacklogShape, ...]) -> tuple[Family, ...]:
-    """Every declared backlog's parts, each shared family's parts together."""
+def undeclared_part(signal: str, value_sets: tuple[str, ...]) -> Family:
+    """A table signal's part of orpycamcp_backlog_undeclared_values: one series per value set with a catch-all."""
+    return Family(UNDECLARED, UNDECLARED_HELP, signal, ("backlog", "value_set"), tuple((signal, s) for s in value_sets))
+
+
+def backlog_families(
+    backlogs: tuple[BacklogShape, ...], tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
+) -> tuple[Family, ...]:
+    """Every declared backlog's parts, each shared family's parts together; `tables`: the
+    built-in table signals' value sets declared with a catch-all, by signal (their parts of
+    orpycamcp_backlog_undeclared_values, after the backlogs')."""
     pending = tuple(pending_part(b.name, b.groups) for b in backlogs)
     oldest = tuple(oldest_part(b.name, b.groups) for b in backlogs if b.oldest)
     items = tuple(_per_group(ITEMS, ITEMS_HELP, b, "state", b.states) for b in backlogs if b.states is not None)
@@ -110,11 +121,8 @@ def backlog_families(backlogs: tuple[BacklogShape, ...]) -> tuple[Family, ...]:
         for b in backlogs
         if b.thresholds
     )
-    undeclared = tuple(
-        Family(UNDECLARED, UNDECLARED_HELP, b.name, ("backlog", "value_set"), tuple((b.name, s) for s in b.catch_alls))
-        for b in backlogs
-        if b.catch_alls
-    )
+    undeclared = tuple(undeclared_part(b.name, b.catch_alls) for b in backlogs if b.catch_alls)
+    undeclared += tuple(undeclared_part(signal, value_sets) for signal, value_sets in tables)
     for b in backlogs:
         if not set(b.catch_alls) <= set(VALUE_SETS):
             raise RegistryError(UNDECLARED, f"value sets {b.catch_alls} are not among {VALUE_SETS}")

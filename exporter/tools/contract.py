@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from exporter.backlogs import POSTGRESQL, Backlog, Declarations
+from exporter.backlogs import POSTGRESQL, Backlog, Declarations, LabelColumn
 from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals, pairs
 from exporter.contract.tables import shipped_or_replaced
@@ -54,6 +54,13 @@ def tenants_part(tenants: TenantList) -> dict[str, Any]:
     }
 
 
+def _label_part(label: LabelColumn) -> dict[str, Any]:
+    part: dict[str, Any] = {"column": label.column, "values": list(label.values)}
+    if label.catch_all is not None:
+        part["catch_all"] = label.catch_all
+    return part
+
+
 def table_signal_part(table: Backlog) -> dict[str, Any]:
     """A built-in table signal's declaration, as `signals.<name>` of a declarations file writes it:
     its one label as group_by and groups, or each label's column and values under `labels`."""
@@ -67,8 +74,10 @@ def table_signal_part(table: Backlog) -> dict[str, Any]:
     if len(grouping) == 1:
         part["group_by"] = grouping[0].column
         part["groups"] = list(grouping[0].values)
+        if grouping[0].catch_all is not None:
+            part["group_catch_all"] = grouping[0].catch_all
     else:
-        part["labels"] = {label.label: {"column": label.column, "values": list(label.values)} for label in grouping}
+        part["labels"] = {label.label: _label_part(label) for label in grouping}
     if table.oldest is not None:
         part["oldest"] = table.oldest
         part["timezone"] = table.timezone

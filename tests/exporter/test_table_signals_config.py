@@ -15,6 +15,7 @@ from exporter.backlogs import NO_DECLARATIONS, Declarations, parse_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
 from exporter.tools.contract import contract_document, contract_yaml
 from registry import BUILTIN
+from registry.backlogs import UNDECLARED
 from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
 from tests.commands import refused_in_one_line, run_exporter
 
@@ -68,9 +69,45 @@ def test_check_config_says_what_it_replaces(tmp_path: Path) -> None:
     assert "built-in declarations replaced: dlq, preservation" in done.stdout
 
 
+def test_a_built_in_value_set_may_opt_in_to_a_catch_all() -> None:
+    text = edited("    - knowledge-service\n", "    - knowledge-service\n    group_catch_all: other\n")
+    text = text.replace("        - transfer\n", "        - transfer\n        catch_all: unlisted\n")
+    declared = parse_declarations(text, SETTING)
+    registry = declared.registry()
+    dlq = registry.family(DLQ_PENDING.name, "dlq")
+    assert dlq is not None
+    assert dlq.combinations[-1] == ("other",)
+    preservation = registry.family(PRESERVATION_EXHAUSTED.name, "preservation")
+    assert preservation is not None
+    assert len(preservation.combinations) == 7 * 8
+    assert [(f.signal, f.combinations) for f in registry.families if f.name == UNDECLARED] == [
+        ("dlq", (("dlq", "origin_group"),)),
+        ("preservation", (("preservation", "phase"),)),
+    ]
+    # Printed again, the document is the file: the opt-in is part of the contract.
+    assert contract_yaml(declared) == text
+    # Without it, no companion family at all.
+    assert not [f for f in parse_declarations(PRINTED, SETTING).registry().families if f.name == UNDECLARED]
+
+
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
+        (
+            "    - knowledge-service\n",
+            "    - knowledge-service\n    group_catch_all: knowledge-service\n",
+            "signals.dlq.group_catch_all",
+        ),
+        (
+            "        - transfer\n",
+            "        - transfer\n        catch_all: ''\n",
+            "signals.preservation.labels.phase.catch_all",
+        ),
+        (
+            PRESERVATION_TABLE,
+            PRESERVATION_TABLE + "    group_catch_all: other\n",
+            "signals.preservation.group_catch_all",
+        ),
         ("      artifact:\n", "      artefact:\n", "signals.preservation.labels"),
         ("    group_by: origin_group\n", "    group_by: origin group\n", "signals.dlq.group_by"),
         ("    - knowledge-service\n", "    - signature-service\n", "signals.dlq.groups"),

@@ -1,6 +1,7 @@
 """Values nobody declared, summed under a declared catch-all value (opt-in),
-against the real PostgreSQL; and, as a property over any undeclared values,
-no raw value ever reaches the page."""
+a declared backlog's and a built-in table signal's, against the real
+PostgreSQL; and, as a property over any undeclared values, no raw value ever
+reaches the page."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devkit.backlogs import example_backlogs, pending_only, without
-from exporter.backlogs import parse_declarations
+from exporter.backlogs import NO_DECLARATIONS, parse_declarations
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.outcomes import Outcome
 from exporter.service import catalog_of
 from exporter.signals.backlog import Counts
+from exporter.tools.contract import contract_yaml
+from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
+from registry.values import ORIGIN_GROUPS
 from tests.completion import complete
 from tests.hypotheses import examples
 from tests.platform import Platform, at
@@ -180,3 +184,62 @@ def test_no_raw_value_ever_reaches_the_page(read: list[tuple[str | int, str | in
         "group": len({str(g) for g, _, _ in read} - set(TASKS)),
         "state": len({str(s) for _, s, _ in read} - set(DECLARED_STATES[:-1])),
     }
+
+
+# The built-in table signals opt in the same way, from the printed contract edited:
+# dlq's origin_group set and preservation's artifact set, each with its own catch-all.
+BUILTINS_OPTED_IN = (
+    contract_yaml(NO_DECLARATIONS)
+    .replace("    - knowledge-service\n", "    - knowledge-service\n    group_catch_all: other\n", 1)
+    .replace("        - audit_anchor\n", "        - audit_anchor\n        catch_all: unlisted\n", 1)
+)
+assert "group_catch_all: other" in BUILTINS_OPTED_IN
+assert "catch_all: unlisted" in BUILTINS_OPTED_IN
+
+
+def undeclared(signal: str, value_set: str) -> tuple[tuple[str, str], ...]:
+    return (("backlog", signal), ("value_set", value_set))
+
+
+async def test_the_built_in_value_sets_opt_in_to_a_catch_all_with_its_companion(
+    tenants: Platform, tmp_path: Path
+) -> None:
+    """A fifth service's dead letters (billing, in two tenants) and a new artifact (firma): summed
+    under the declared catch-alls, the companion counting them, the raw values never shown."""
+    await tenants.add_dead_letter("acme", "e1", "billing", "pending", at("2026-11-01 09:00:00"))
+    await tenants.add_dead_letter("globex", "e2", "billing", "pending", at("2026-11-01 08:00:00"))
+    await tenants.add_dead_letter("globex", "e3", "ledger", "resolved", at("2026-11-01 07:00:00"))  # not pending
+    await tenants.add_dead_letter("acme", "e4", "workflow-service", "pending", at("2026-11-01 10:00:00"))
+    await tenants.add_retry("acme", "a1", "firma", "sealing", "exhausted")
+    await tenants.add_retry("globex", "a2", "document", "fixity", "exhausted")
+
+    page = await scrape_once(
+        tenants.exporter_url, backlogs_file=write(tmp_path, BUILTINS_OPTED_IN), signals="dlq,preservation"
+    )
+
+    assert page.measured("dlq") == page.measured("preservation") == 1
+    pending = {dict(labels)["origin_group"]: value for labels, value in page.family(DLQ_PENDING.name).items()}
+    assert pending == {**dict.fromkeys(ORIGIN_GROUPS, 0), "workflow-service": 1, "other": 2}
+    oldest = page.family(DLQ_OLDEST.name)
+    assert oldest[(("origin_group", "other"),)] == at("2026-11-01 08:00:00").timestamp()
+    exhausted = page.family(PRESERVATION_EXHAUSTED.name)
+    assert len(exhausted) == 8 * 7  # the catch-all is one more declared artifact, every phase
+    assert {labels: value for labels, value in exhausted.items() if value} == {
+        (("artifact", "unlisted"), ("phase", "sealing")): 1,
+        (("artifact", "document"), ("phase", "fixity")): 1,
+    }
+    # Only the sets declared with a catch-all have a companion; ledger is not pending: not met.
+    assert page.family(UNDECLARED) == {undeclared("dlq", "origin_group"): 1, undeclared("preservation", "artifact"): 1}
+    for raw in (b"billing", b"ledger", b"firma"):
+        assert raw not in page.raw
+
+
+async def test_without_the_opt_in_the_built_in_signal_stays_unmeasured(tenants: Platform) -> None:
+    await tenants.add_dead_letter("acme", "e1", "billing", "pending", at("2026-11-01 09:00:00"))
+
+    page = await scrape_once(tenants.exporter_url, signals="dlq,preservation")
+
+    assert page.measured("dlq") == 0
+    assert page.failure_reasons("dlq") == {"unregistered_value"}
+    assert page.measured("preservation") == 1
+    assert page.family(DLQ_PENDING.name) == page.family(UNDECLARED) == {}
