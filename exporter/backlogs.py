@@ -17,10 +17,18 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from exporter import zones
+from exporter.audit_runs import READ as AUDIT_READ
+from exporter.audit_runs import AuditRuns
 from exporter.cadence import CADENCE_KEYS, INHERITED, DeclaredCadence, declared_cadence
 from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals
-from exporter.declared_streams import NO_STREAMS, DeclaredStreams, read_streams
+from exporter.declared_streams import (
+    NO_STREAMS,
+    SHIPPED_STREAMS,
+    DeclaredStreams,
+    read_builtin_streams,
+    read_streams,
+)
 from exporter.errors import BacklogConfigError
 from exporter.printable import has_control, shortened
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
@@ -75,6 +83,9 @@ TABLE_SIGNAL_KEYS = (
     "timezone",
 )
 LABEL_KEYS = ("column", "values", "catch_all")
+AUDIT_CHAIN = "audit_chain"
+STREAMS = "streams"
+AUDIT_KEYS = ("source", "scope", "table", "complete", "latest", "columns", "timezone")
 LABEL_REQUIRED = ("column", "values")
 POSTGRESQL = "postgresql"
 SCHEMA = f"{SCHEMA_PREFIX}<slug>"  # a tenant's schema, as the contract writes it
@@ -228,6 +239,17 @@ class Declarations:
     streams: DeclaredStreams = NO_STREAMS
     tenants: TenantList = DEFAULT_TENANTS
     tables: tuple[Backlog, ...] = ()  # built-in table signals' declarations replaced (signals.dlq, ...)
+    audit: AuditRuns | None = None  # audit_chain's runs replaced (signals.audit_chain)
+    bus: DeclaredStreams | None = None  # the streams signal's own pairs replaced (signals.streams)
+
+    @property
+    def replaced(self) -> tuple[str, ...]:
+        """The built-in signals whose contract the file replaces, in the contract's order."""
+        return (
+            *(table.name for table in self.tables),
+            *((AUDIT_CHAIN,) if self.audit is not None else ()),
+            *((STREAMS,) if self.bus is not None else ()),
+        )
 
     def registry(self) -> Registry:
         """The built-in registry extended with what is declared; RegistryError when
@@ -242,6 +264,7 @@ class Declarations:
             self.streams.dead_letter_streams,
             self.streams.signals,
             replaced_families(self.tables),
+            (SHIPPED_STREAMS if self.bus is None else self.bus).pairs_and_dead_letters,
         )
 
 
@@ -258,6 +281,15 @@ def replaced_families(tables: tuple[Backlog, ...]) -> tuple[Family, ...]:
 
 
 NO_DECLARATIONS = Declarations()
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What the contract's `signals` replaces of the built-in signals' (nothing: the shipped)."""
+
+    tables: tuple[Backlog, ...] = ()
+    audit: AuditRuns | None = None
+    bus: DeclaredStreams | None = None
 
 
 class _Reader:
@@ -483,23 +515,64 @@ class _Reader:
             output=table_signal_output(name),
         )
 
-    def signals(self, raw: object) -> tuple[Backlog, ...]:
-        """The contract's `signals`: the table signals' declarations replaced; the others as printed."""
+    def audit_chain(self, raw: object) -> AuditRuns:
+        """audit_chain's runs (the contract's `signals.audit_chain`), in place of the shipped ones:
+        the table, the complete-run condition, the order, the columns read and their zone."""
+        at = "signals.audit_chain"
+        if not isinstance(raw, dict):
+            raise self.fail(None, at, f"must be a mapping with the keys {', '.join(AUDIT_KEYS)}")
+        for key in raw:
+            if key not in AUDIT_KEYS:
+                raise self.fail(None, f"{at}.{key}", f"unknown key (known: {', '.join(AUDIT_KEYS)})")
+        for key in ("table", "complete", "latest", "columns"):
+            if key not in raw:
+                raise self.fail(None, f"{at}.{key}", "is required")
+        if raw.get("source", POSTGRESQL) != POSTGRESQL:
+            raise self.fail(None, f"{at}.source", f"{raw['source']!r} is not {POSTGRESQL}: audit_chain reads a table")
+        if raw.get("scope", Scope.GLOBAL.value) != Scope.GLOBAL.value:
+            raise self.fail(None, f"{at}.scope", f"{raw['scope']!r} is not global: the runs are one table")
+        schema, table = self.table(None, f"{at}.table", Scope.GLOBAL, raw["table"])
+        latest = raw["latest"]
+        if not isinstance(latest, list) or not latest:
+            raise self.fail(None, f"{at}.latest", f"{latest!r} is not a non-empty list of columns, latest first")
+        order = tuple(self.identifier(None, f"{at}.latest", column) for column in latest)
+        if len(set(order)) != len(order):
+            raise self.fail(None, f"{at}.latest", f"{latest!r} repeats a column")
+        columns = raw["columns"]
+        if not isinstance(columns, dict) or set(columns) != set(AUDIT_READ):
+            found = sorted(map(str, columns)) if isinstance(columns, dict) else columns
+            raise self.fail(
+                None, f"{at}.columns", f"must map exactly {', '.join(AUDIT_READ)} to columns, got {found!r}"
+            )
+        read = tuple((item, self.identifier(None, f"{at}.columns.{item}", columns[item])) for item in AUDIT_READ)
+        zone = raw.get("timezone", zones.UTC)
+        problem = zones.zone_problem(zone)
+        if problem is not None or not isinstance(zone, str):
+            raise self.fail(None, f"{at}.timezone", problem or f"{zone!r} is not a zone name")
+        complete = self.pending(None, f"{at}.complete", raw["complete"])
+        return AuditRuns((schema, table), complete, order, read, zone)
+
+    def signals(self, raw: object) -> Replaced:
+        """The contract's `signals`: the table signals' declarations, audit_chain's runs and the
+        streams signal's own pairs replaced; migration_lock's as printed."""
         if not isinstance(raw, dict) or not raw:
             raise self.fail(None, "signals", f"must map one or more of {', '.join(SIGNALS)} to its contract")
         fixed = fixed_signals()
         tables = []
+        audit = bus = None
         for name, body in raw.items():
             if name in TABLE_SIGNAL_FAMILIES:
                 tables.append(self.table_signal(name, body))
+            elif name == AUDIT_CHAIN:
+                audit = self.audit_chain(body)
+            elif name == STREAMS:
+                bus = read_builtin_streams(body, self.setting, fixed[STREAMS])
             elif name in fixed:
                 if body != fixed[name]:
-                    raise self.fail(
-                        None, f"signals.{name}", "differs from the shipped contract: it cannot be replaced yet"
-                    )
+                    raise self.fail(None, f"signals.{name}", "differs from the shipped contract: it cannot be replaced")
             else:
                 raise self.fail(None, f"signals.{name}", f"unknown signal (the contract's: {', '.join(SIGNALS)})")
-        return tuple(tables)
+        return Replaced(tuple(tables), audit, bus)
 
     def backlog(self, name: object, raw: object) -> Backlog:
         if not isinstance(name, str) or not BACKLOG_NAME.fullmatch(name) or len(name) > MAX_BACKLOG_NAME:
@@ -611,10 +684,11 @@ class _Reader:
             backlogs = tuple(self.backlog(name, body) for name, body in declared.items())
         if "version" in raw and not isinstance(raw["version"], str):
             raise self.fail(None, "version", f"{raw['version']!r} is not the version a contract was printed by")
-        streams = read_streams(raw["streams"], self.setting) if "streams" in raw else NO_STREAMS
         tenants = self.tenants(raw["tenants"]) if "tenants" in raw else DEFAULT_TENANTS
-        tables = self.signals(raw["signals"]) if "signals" in raw else ()
-        return Declarations(backlogs, streams, tenants, tables)
+        replaced = self.signals(raw["signals"]) if "signals" in raw else Replaced()
+        builtin = SHIPPED_STREAMS if replaced.bus is None else replaced.bus
+        streams = read_streams(raw["streams"], self.setting, builtin) if "streams" in raw else NO_STREAMS
+        return Declarations(backlogs, streams, tenants, replaced.tables, replaced.audit, replaced.bus)
 
 
 def parse_declarations(text: str, setting: str) -> Declarations:

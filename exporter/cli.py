@@ -94,12 +94,12 @@ def refuse(exc: ConfigError | ListenError, values: Mapping[str, Any]) -> int:
 
 def _metrics(backlogs_file: str | None) -> str:
     """The registry table: the built-in families and, given a backlogs file, the declared ones."""
-    from exporter.service import catalog_of
+    from exporter.service import declared_catalog
 
     if not backlogs_file:
         return metrics_table()
     declared = load_declarations(backlogs_file, describe("backlogs_file"))
-    registry = catalog_of(declared.backlogs, declared.streams, declared.tables).registry
+    registry = declared_catalog(declared).registry
     return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 

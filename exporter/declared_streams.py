@@ -35,16 +35,26 @@ class DeclaredStreams:
     # The cadence a signal apart declares (`ttl:`, `deadline:`), by its name.
     cadences: tuple[tuple[str, DeclaredCadence], ...] = ()
 
+    @property
+    def pairs_and_dead_letters(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+        return self.consumer_groups, self.dead_letter_streams
+
     def __bool__(self) -> bool:
         return bool(self.consumer_groups or self.dead_letter_streams or self.signals)
 
 
 NO_STREAMS = DeclaredStreams()
+# The streams signal's own pairs and dead-letter streams as shipped; the contract's
+# `signals.streams` may replace them (read_builtin_streams).
+SHIPPED_STREAMS = DeclaredStreams(STREAM_GROUPS, DEADLETTER_STREAMS)
+# What `signals.streams` states beside them, as printed: never replaced.
+BUILTIN_FIXED = ("source", "undelivered_unknown_reasons")
 
 
 class _Reader:
-    def __init__(self, setting: str) -> None:
+    def __init__(self, setting: str, builtin: DeclaredStreams = SHIPPED_STREAMS) -> None:
         self.setting = setting
+        self.builtin = builtin  # the streams signal's own, in force: a declared one may not repeat them
         # Every pair and dead-letter stream declared so far: each is read by one signal only.
         self.pairs: set[tuple[str, str]] = set()
         self.dead_letters: set[str] = set()
@@ -78,7 +88,7 @@ class _Reader:
         for stream_raw, groups_raw in raw.items():
             stream = self.name(key, "stream", stream_raw)
             for group in self.names(f"{key}.{stream}", "group", groups_raw):
-                if (stream, group) in STREAM_GROUPS:
+                if (stream, group) in self.builtin.consumer_groups:
                     raise self.fail(f"{key}.{stream}", f"group {excerpt(group)} of this stream is built in already")
                 if (stream, group) in self.pairs:
                     raise self.fail(f"{key}.{stream}", f"group {excerpt(group)} of this stream is declared already")
@@ -89,7 +99,7 @@ class _Reader:
     def dead_letter_streams(self, key: str, raw: object) -> tuple[str, ...]:
         streams = self.names(key, "stream", raw)
         for stream in streams:
-            if stream in DEADLETTER_STREAMS:
+            if stream in self.builtin.dead_letter_streams:
                 raise self.fail(key, f"stream {excerpt(stream)} is built in already")
             if stream in self.dead_letters:
                 raise self.fail(key, f"stream {excerpt(stream)} is declared already")
@@ -137,6 +147,23 @@ class _Reader:
         )
 
 
-def read_streams(raw: object, setting: str) -> DeclaredStreams:
-    """The streams the `streams:` value declares; BacklogConfigError on any problem."""
-    return _Reader(setting).streams(raw)
+def read_streams(raw: object, setting: str, builtin: DeclaredStreams = SHIPPED_STREAMS) -> DeclaredStreams:
+    """The streams the `streams:` value declares beside the streams signal's own
+    (`builtin`, in force); BacklogConfigError on any problem."""
+    return _Reader(setting, builtin).streams(raw)
+
+
+def read_builtin_streams(raw: object, setting: str, printed: dict[str, object]) -> DeclaredStreams:
+    """The streams signal's own pairs and dead-letter streams, as the contract's `signals.streams`
+    states them in place of the shipped ones (each required, whole: a pair left out is not read);
+    `printed`: the shipped part, whose other keys (BUILTIN_FIXED) are accepted only as printed."""
+    reader = _Reader(setting, NO_STREAMS)
+    key = "signals.streams"
+    body, read = reader.read(key, raw, (*READ, *BUILTIN_FIXED))
+    for item in READ:
+        if item not in body:
+            raise reader.fail(f"{key}.{item}", "is required: the streams signal reads only what it lists")
+    for item in BUILTIN_FIXED:
+        if item in body and body[item] != printed[item]:
+            raise reader.fail(f"{key}.{item}", f"is {excerpt(printed[item])} in the contract: it cannot be replaced")
+    return read

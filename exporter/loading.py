@@ -57,6 +57,8 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
         streams=declared.streams,
         tenants=declared.tenants,
         tables=declared.tables,
+        audit=declared.audit,
+        bus=declared.bus,
         redis_tls=redis_tls,
         web=web,
         cadences=cadences,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.backlogs import Backlog, Declarations
+from exporter.backlogs import NO_DECLARATIONS, Backlog, Declarations
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
@@ -16,7 +16,7 @@ from exporter.identity import DatabaseIdentity
 from exporter.meta import MetaReader
 from exporter.replay_lag import ReplayLag
 from exporter.settings import Settings
-from exporter.signals import BY_NAME, Signal, Source, backlog, streams
+from exporter.signals import BY_NAME, Signal, Source, audit_chain, backlog, streams
 from exporter.sources import Sources
 from exporter.sources.postgres import dsn
 from exporter.sources.postgres.source import APPLICATION_NAME, Postgres, PostgresSettings
@@ -42,17 +42,23 @@ def catalog_of(
     backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS, tables: tuple[Backlog, ...] = ()
 ) -> Catalog:
     """`tables`: the built-in table signals whose declarations the file replaces."""
-    if not backlogs and not declared_streams and not tables:
+    return declared_catalog(Declarations(backlogs, declared_streams, tables=tables))
+
+
+def declared_catalog(declarations: Declarations) -> Catalog:
+    """The catalog of everything a declarations file declares and replaces."""
+    if declarations == NO_DECLARATIONS:
         return BUILTIN_CATALOG
-    registry = Declarations(backlogs, declared_streams, tables=tables).registry()
+    registry = declarations.registry()
     # The streams signal reads what the extended registry holds, declared streams included.
     builtin = {
         **BY_NAME,
-        **{table.name: backlog.signal(table) for table in tables},
+        **{table.name: backlog.signal(table) for table in declarations.tables},
+        **({audit_chain.NAME: audit_chain.signal(declarations.audit)} if declarations.audit is not None else {}),
         streams.NAME: streams.signal_of(registry),
     }
-    apart = {s.name: streams.signal(s.groups, s.deadletter_streams, s.name) for s in declared_streams.signals}
-    return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in backlogs}, **apart})
+    apart = {s.name: streams.signal(s.groups, s.deadletter_streams, s.name) for s in declarations.streams.signals}
+    return Catalog(registry, {**builtin, **{b.name: backlog.signal(b) for b in declarations.backlogs}, **apart})
 
 
 # Each component's settings, from the options, field by field: the one place
@@ -72,7 +78,7 @@ def source_timeouts(settings: Settings, source: Source) -> Timeouts:
     """The limits a source's client sets on every statement and connection: the longest
     deadline of the signals reading it (a signal's own deadline cuts its measurement),
     never below --deadline (the identity and replay-lag reads)."""
-    catalog = catalog_of(settings.backlogs, settings.streams)
+    catalog = declared_catalog(settings.declarations)
     deadlines = [settings.cadence(name).deadline for name in settings.signals if catalog.signals[name].source is source]
     return Timeouts(deadline=max([settings.deadline, *deadlines]))
 
@@ -126,7 +132,7 @@ def build_sources(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Sources:
 def build_exporter(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Exporter:
     timeouts = timeouts_of(settings)
     sources = build_sources(settings, clock)
-    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
+    catalog = declared_catalog(settings.declarations)
     caches = [
         SignalCache(
             catalog.signals[name],

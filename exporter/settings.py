@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.backlogs import Backlog
+from exporter.audit_runs import AuditRuns
+from exporter.backlogs import Backlog, Declarations
 from exporter.cadence import Cadence, PerSignal
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.flags import FLAGS
@@ -229,9 +230,16 @@ class Settings:
     streams: DeclaredStreams = NO_STREAMS
     tenants: TenantList = DEFAULT_TENANTS
     tables: tuple[Backlog, ...] = ()  # the built-in table signals' declarations replaced (signals.dlq, ...)
+    audit: AuditRuns | None = None  # audit_chain's runs replaced (signals.audit_chain)
+    bus: DeclaredStreams | None = None  # the streams signal's own pairs replaced (signals.streams)
     web: WebConfig = field(default_factory=WebConfig)
     # Each enabled signal's own TTL and deadline where it differs from --ttl and --deadline.
     cadences: tuple[tuple[str, Cadence], ...] = ()
+
+    @property
+    def declarations(self) -> Declarations:
+        """What the declarations file declares and replaces."""
+        return Declarations(self.backlogs, self.streams, self.tenants, self.tables, self.audit, self.bus)
 
     def cadence(self, signal: str) -> Cadence:
         """The TTL and deadline of `signal`: its own, else the global ones."""
@@ -263,9 +271,8 @@ class Settings:
             else ""
         )
         tenants = f"; tenants measured: {self.tenants.describe()}" if self.tenants != DEFAULT_TENANTS else ""
-        tables = (
-            f"; built-in declarations replaced: {', '.join(table.name for table in self.tables)}" if self.tables else ""
-        )
+        replaced = self.declarations.replaced
+        tables = f"; built-in declarations replaced: {', '.join(replaced)}" if replaced else ""
         cadences = "".join(
             f"; {name} every {cadence.ttl:g}s (deadline {cadence.deadline:g}s)" for name, cadence in self.cadences
         )

@@ -444,14 +444,15 @@ def _check_read_once(
     deadletter_streams: tuple[str, ...],
     stream_signals: tuple[StreamSignalShape, ...],
 ) -> None:
-    """Each pair and dead-letter stream is read by one signal: never a series twice on the page."""
+    """Each pair and dead-letter stream is read by one signal: never a series twice on the page.
+    `stream_groups`, `deadletter_streams`: every one the streams signal reads."""
     for s in stream_signals:
         if not STREAM_SIGNAL_NAME.fullmatch(s.name):
             raise RegistryError(s.name, "a stream signal's name is streams_ and [a-z0-9_]{1,32}")
-    pairs = STREAM_GROUPS + stream_groups + tuple(p for s in stream_signals for p in s.groups)
+    pairs = stream_groups + tuple(p for s in stream_signals for p in s.groups)
     if len(set(pairs)) != len(pairs):
         raise RegistryError(STREAM_PENDING.name, "a (stream, group) pair is read by two signals")
-    streams = DEADLETTER_STREAMS + deadletter_streams + tuple(d for s in stream_signals for d in s.deadletter_streams)
+    streams = deadletter_streams + tuple(d for s in stream_signals for d in s.deadletter_streams)
     if len(set(streams)) != len(streams):
         raise RegistryError(DEADLETTER_ENTRIES.name, "a dead-letter stream is read by two signals")
 
@@ -477,6 +478,7 @@ def extended(
     deadletter_streams: tuple[str, ...] = (),
     stream_signals: tuple[StreamSignalShape, ...] = (),
     replaced: tuple[Family, ...] = (),
+    builtin_streams: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = (STREAM_GROUPS, DEADLETTER_STREAMS),
 ) -> Registry:
     """The built-in registry extended at start with more signals and their value
     families, with more (stream, group) pairs and dead-letter streams for
@@ -486,8 +488,12 @@ def extended(
     then accept the new signals too, and the new families come after the
     built-in ones, before build_info (and the process families, which always
     close the page). A family of `replaced` takes the place of the built-in
-    family of its name: a table signal's, only its combinations differing."""
-    _check_read_once(stream_groups, deadletter_streams, stream_signals)
+    family of its name: a table signal's, only its combinations differing.
+    `builtin_streams`: the streams signal's own pairs and dead-letter streams,
+    the shipped ones unless the contract replaces them."""
+    groups = builtin_streams[0] + stream_groups
+    deadletters = single(builtin_streams[1] + deadletter_streams)
+    _check_read_once(groups, builtin_streams[1] + deadletter_streams, stream_signals)
     replacing = _replacing(replaced)
     everything = SIGNALS + signals + tuple(s.name for s in stream_signals)
     more: dict[Family, tuple[tuple[str, ...], ...]] = {
@@ -497,16 +503,16 @@ def extended(
         SIGNAL_DATA_TIME: single(everything),
         SIGNAL_TTL: single(everything),
         SIGNAL_FAILURE: product(everything, FAILURE_REASONS),
-        STREAM_PENDING: STREAM_GROUPS + stream_groups,
-        STREAM_OLDEST_PENDING: STREAM_GROUPS + stream_groups,
-        STREAM_OLDEST_PENDING_DELIVERIES: STREAM_GROUPS + stream_groups,
-        STREAM_UNDELIVERED: STREAM_GROUPS + stream_groups,
-        STREAM_UNDELIVERED_UNKNOWN: STREAM_GROUPS + stream_groups,
-        STREAM_CONSUMERS: STREAM_GROUPS + stream_groups,
-        STREAM_CONSUMER_IDLE: STREAM_GROUPS + stream_groups,
-        DEADLETTER_ENTRIES: single(DEADLETTER_STREAMS + deadletter_streams),
-        DEADLETTER_OLDEST: single(DEADLETTER_STREAMS + deadletter_streams),
-        DEADLETTER_ENTRY_101: single(DEADLETTER_STREAMS + deadletter_streams),
+        STREAM_PENDING: groups,
+        STREAM_OLDEST_PENDING: groups,
+        STREAM_OLDEST_PENDING_DELIVERIES: groups,
+        STREAM_UNDELIVERED: groups,
+        STREAM_UNDELIVERED_UNKNOWN: groups,
+        STREAM_CONSUMERS: groups,
+        STREAM_CONSUMER_IDLE: groups,
+        DEADLETTER_ENTRIES: deadletters,
+        DEADLETTER_OLDEST: deadletters,
+        DEADLETTER_ENTRY_101: deadletters,
     }
     builtin = tuple(
         part

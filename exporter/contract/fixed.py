@@ -1,13 +1,12 @@
-"""The parts of the printed contract a declarations file may repeat but not
-change yet: the audit_chain signal's table and columns and the streams
-signal's built-in pairs (`contract` prints them; a file holding the printed
-document states them as they are, and any other value is refused)."""
+"""The parts of the printed contract no declarations file changes: the
+migration lock's key and catalogs (a file may repeat them as printed, any
+other value is refused), and the streams signal's part around its pairs and
+dead-letter streams (those a file may replace: exporter.declared_streams)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from exporter.zones import UTC
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
 
 
@@ -29,23 +28,20 @@ CLASSID = LOCK_KEY >> 32
 OBJID = LOCK_KEY & 0xFFFFFFFF
 
 
-def fixed_signals() -> dict[str, dict[str, Any]]:
-    """audit_chain's, migration_lock's and streams' parts of the contract, as printed."""
+def streams_signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> dict[str, Any]:
+    """The streams signal's part of the contract, reading these pairs and dead-letter streams."""
     return {
-        "audit_chain": {
-            "source": "postgresql",
-            "scope": "global",
-            "table": "public.audit_chain_runs",
-            "complete": {"scope": "complete"},
-            "latest": ["finished_at", "id"],
-            "columns": {
-                "breaks": "breaks",
-                "declared_breaks": "declared_breaks",
-                "verification_ok": "verification_ok",
-                "finished_at": "finished_at",
-            },
-            "timezone": UTC,
-        },
+        "source": "redis",
+        "consumer_groups": pairs(groups),
+        "dead_letter_streams": list(deadletter_streams),
+        # Why a group's undelivered count may be withheld (orpycamcp_stream_undelivered_unknown_groups).
+        "undelivered_unknown_reasons": list(UNDELIVERED_UNKNOWN_REASONS),
+    }
+
+
+def fixed_signals() -> dict[str, dict[str, Any]]:
+    """migration_lock's part of the contract (never replaced), and the streams signal's as shipped."""
+    return {
         # ADR-041 C19: read from the catalogs every role may read, in the database read.
         "migration_lock": {
             "source": "postgresql",
@@ -54,11 +50,5 @@ def fixed_signals() -> dict[str, dict[str, Any]]:
             "advisory_lock": {"key": "ORPYCAM1", "bigint": LOCK_KEY, "classid": CLASSID, "objid": OBJID, "objsubid": 1},
             "holder_start": "pg_stat_activity.backend_start",
         },
-        "streams": {
-            "source": "redis",
-            "consumer_groups": pairs(STREAM_GROUPS),
-            "dead_letter_streams": list(DEADLETTER_STREAMS),
-            # Why a group's undelivered count may be withheld (orpycamcp_stream_undelivered_unknown_groups).
-            "undelivered_unknown_reasons": list(UNDELIVERED_UNKNOWN_REASONS),
-        },
+        "streams": streams_signal(STREAM_GROUPS, DEADLETTER_STREAMS),
     }

@@ -15,11 +15,12 @@ from typing import Any
 
 import yaml
 
-from exporter.backlogs import POSTGRESQL, Backlog, Declarations, LabelColumn
+from exporter.audit_runs import DEFAULT_AUDIT_RUNS, AuditRuns
+from exporter.backlogs import NO_DECLARATIONS, POSTGRESQL, Backlog, Declarations, LabelColumn, Scope
 from exporter.conditions import Condition, Value
-from exporter.contract.fixed import fixed_signals, pairs
+from exporter.contract.fixed import fixed_signals, pairs, streams_signal
 from exporter.contract.tables import shipped_or_replaced
-from exporter.declared_streams import DeclaredStreams
+from exporter.declared_streams import SHIPPED_STREAMS, DeclaredStreams
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import TenantList
 from registry import VERSION
@@ -84,15 +85,28 @@ def table_signal_part(table: Backlog) -> dict[str, Any]:
     return part
 
 
-def builtin_signals(tables: tuple[Backlog, ...] = ()) -> dict[str, Any]:
-    """What the four built-in signals read, and the closed values of their labels;
-    `tables`: the table signals' declarations a file replaces."""
-    fixed = fixed_signals()
+def audit_part(runs: AuditRuns) -> dict[str, Any]:
+    """audit_chain's runs, as `signals.audit_chain` of a declarations file writes them."""
     return {
-        **{table.name: table_signal_part(table) for table in shipped_or_replaced(tables)},
-        "audit_chain": fixed["audit_chain"],
-        "migration_lock": fixed["migration_lock"],
-        "streams": fixed["streams"],
+        "source": POSTGRESQL,
+        "scope": Scope.GLOBAL.value,
+        "table": ".".join(runs.table),
+        "complete": _conditions(runs.complete),
+        "latest": list(runs.latest),
+        "columns": dict(runs.columns),
+        "timezone": runs.timezone,
+    }
+
+
+def builtin_signals(declarations: Declarations = NO_DECLARATIONS) -> dict[str, Any]:
+    """What the built-in signals read, and the closed values of their labels: the shipped
+    contract's, or what the declarations file replaces of it."""
+    bus = SHIPPED_STREAMS if declarations.bus is None else declarations.bus
+    return {
+        **{table.name: table_signal_part(table) for table in shipped_or_replaced(declarations.tables)},
+        "audit_chain": audit_part(declarations.audit or DEFAULT_AUDIT_RUNS),
+        "migration_lock": fixed_signals()["migration_lock"],
+        "streams": streams_signal(*bus.pairs_and_dead_letters),
     }
 
 
@@ -151,7 +165,7 @@ def contract_document(declarations: Declarations) -> dict[str, Any]:
     document: dict[str, Any] = {
         "version": VERSION,
         "tenants": tenants_part(declarations.tenants),
-        "signals": builtin_signals(declarations.tables),
+        "signals": builtin_signals(declarations),
     }
     if declarations.backlogs:
         document["backlogs"] = {backlog.name: backlog_part(backlog) for backlog in declarations.backlogs}

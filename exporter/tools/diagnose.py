@@ -16,7 +16,7 @@ from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable, quoted
 from exporter.reasons import Reason
-from exporter.service import Catalog, build_sources, catalog_of, timeouts_of
+from exporter.service import Catalog, build_sources, declared_catalog, timeouts_of
 from exporter.settings import Settings
 from exporter.signals import Signal, Source
 from exporter.sources import Sources
@@ -251,7 +251,7 @@ async def diagnose(settings: Settings, say: Callable[[str], None]) -> int:
     """Every enabled signal gets one line, whatever fails; exit code 1 when anything does."""
     say = _escaped(say)
     timeouts = timeouts_of(settings)
-    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
+    catalog = declared_catalog(settings.declarations)
     sources = build_sources(settings)
     healthy = True
     path_failure: Failure | None = None

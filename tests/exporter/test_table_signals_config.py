@@ -1,9 +1,11 @@
 """The printed contract as a declarations file: given back unchanged it
 declares the shipped table signals again (the same registry, the same
 document); edited, its `signals.dlq` and `signals.preservation` replace the
-built-in declarations; and whatever it may not change (family and label
-names, audit_chain, the built-in streams) is refused by check-config and
-serve alike, in one line naming the key, exit 2."""
+built-in declarations, `signals.audit_chain` the audit runs read and
+`signals.streams` the streams signal's own pairs and dead-letter streams;
+and whatever it may not change (family and label names, the migration lock,
+the withheld-count reasons) is refused by check-config and serve alike, in
+one line naming the key, exit 2."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from exporter.tools.contract import contract_document, contract_yaml
 from registry import BUILTIN
 from registry.backlogs import UNDECLARED
 from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.commands import refused_in_one_line, run_exporter
 
 SETTING = "--backlogs.config-file (ORPYCAMCP_BACKLOGS_CONFIG_FILE)"
@@ -25,6 +28,7 @@ PRINTED = contract_yaml(NO_DECLARATIONS)
 PRESERVATION_TABLE = "    table: preservation_retry\n"
 DLQ_TABLE = "    table: evento_dead_letter\n"
 DLQ_ZONE = "    timezone: UTC\n  preservation:\n"  # dlq's, printed just before preservation
+STREAM_PAIRS = PRINTED[PRINTED.index("    consumer_groups:\n") : PRINTED.index("    dead_letter_streams:\n")]
 
 
 def edited(old: str, new: str) -> str:
@@ -90,6 +94,35 @@ def test_a_built_in_value_set_may_opt_in_to_a_catch_all() -> None:
     assert not [f for f in parse_declarations(PRINTED, SETTING).registry().families if f.name == UNDECLARED]
 
 
+def test_audit_runs_and_the_streams_pairs_replaced_are_the_signals_whole_contract(tmp_path: Path) -> None:
+    text = edited("    table: public.audit_chain_runs\n", "    table: auditoria.verificaciones\n")
+    text = text.replace("      breaks: breaks\n", "      breaks: rupturas\n")
+    text = text.replace("      orpycamcp.workflow.events:\n      - notification-service\n", "")
+    text = text.replace("    - orpycamcp.notification.deadletter\n", "")
+    declared = parse_declarations(text, SETTING)
+    assert declared.audit is not None
+    assert declared.audit.table == ("auditoria", "verificaciones")
+    assert dict(declared.audit.columns)["breaks"] == "rupturas"
+    assert '"rupturas" AS breaks' in declared.audit.query().sql
+    registry = declared.registry()
+    pending = registry.family("orpycamcp_stream_pending_messages", "streams")
+    dead = registry.family("orpycamcp_deadletter_stream_entries", "streams")
+    assert pending is not None
+    assert dead is not None
+    assert pending.combinations == STREAM_GROUPS[:-1]
+    assert dead.combinations == tuple((stream,) for stream in DEADLETTER_STREAMS[:2])
+    assert contract_yaml(declared) == text
+    # A pair removed from the streams signal may be declared again, as its own signal.
+    apart = text + "streams:\n  signals:\n    streams_workflow:\n      consumer_groups:\n"
+    apart += "        orpycamcp.workflow.events: [notification-service]\n"
+    assert parse_declarations(apart, SETTING).streams.signals[0].groups == (STREAM_GROUPS[-1],)
+    path = tmp_path / "contract.yml"
+    path.write_text(text)
+    done = run_exporter("check-config", "--database.url", DB, "--backlogs.config-file", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "built-in declarations replaced: dlq, preservation, audit_chain, streams" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
@@ -115,8 +148,17 @@ def test_a_built_in_value_set_may_opt_in_to_a_catch_all() -> None:
         ("      status: exhausted\n", "      status: [yes]\n", "signals.preservation.pending.status"),
         (PRESERVATION_TABLE, PRESERVATION_TABLE + "    oldest: created_at\n", "signals.preservation.oldest"),
         (DLQ_ZONE, DLQ_ZONE.replace("UTC", "Europe/Atlantis"), "signals.dlq.timezone"),
-        ("    source: redis\n", "    source: kafka\n", "signals.streams"),
-        ("      breaks: breaks\n", "      breaks: n_breaks\n", "signals.audit_chain"),
+        ("    source: redis\n", "    source: kafka\n", "signals.streams.source"),
+        ("    - counters_disagree\n", "", "signals.streams.undelivered_unknown_reasons"),
+        (STREAM_PAIRS, "    consumer_groups: {}\n", "signals.streams.consumer_groups"),
+        ("    dead_letter_streams:\n", "    dead_letters:\n", "signals.streams.dead_letters"),
+        ("      classid: 1330794585\n", "      classid: 1\n", "signals.migration_lock"),
+        ("      breaks: breaks\n", "      breaks: n breaks\n", "signals.audit_chain.columns.breaks"),
+        ("      verification_ok: verification_ok\n", "", "signals.audit_chain.columns"),
+        ("    table: public.audit_chain_runs\n", "    table: audit_chain_runs\n", "signals.audit_chain.table"),
+        ("    - finished_at\n    - id\n", "    - id\n    - id\n", "signals.audit_chain.latest"),
+        ("    scope: global\n", "    scope: tenant\n", "signals.audit_chain.scope"),
+        ("      scope: complete\n", "      scope: [yes]\n", "signals.audit_chain.complete.scope"),
         ("  schema: tenant_<slug>\n", "  schema: <slug>\n", "tenants.schema"),
         ("  dlq:\n", "  dead_letters:\n", "signals.dead_letters"),
         (DLQ_TABLE, "    help: x\n" + DLQ_TABLE, "signals.dlq.help"),

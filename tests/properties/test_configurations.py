@@ -46,7 +46,7 @@ from exporter.http.app import create_app
 from exporter.http.webconfig import TlsConfig
 from exporter.loading import load
 from exporter.outcomes import Outcome
-from exporter.service import build_exporter, catalog_of
+from exporter.service import build_exporter, declared_catalog
 from exporter.settings import Settings
 from exporter.signals.backlog import Counts
 from exporter.tools.contract import contract_document
@@ -225,7 +225,7 @@ def loaded(values: dict[str, str]) -> Settings | None:
 def served_page(settings: Settings) -> str:
     """The page serve would render once every signal is measured, every declared
     backlog with its zeros and thresholds (what serve renders on each refresh)."""
-    catalog = catalog_of(settings.backlogs, settings.streams, settings.tables)
+    catalog = declared_catalog(settings.declarations)
     outcomes: dict[str, Outcome | None] = {
         backlog.name: Outcome(
             backlog.name, complete(backlog.name, Counts(backlog).samples(), catalog.registry), 0.001, 1.0

@@ -122,5 +122,5 @@ async def test_a_latest_run_finished_out_of_contract_names_its_column(
 
 async def test_without_a_database_audit_chain_names_itself_unconfigured() -> None:
     with pytest.raises(SourceNotConfigured) as raised:
-        await audit_chain.measure(Sources())
+        await audit_chain.SIGNAL.measure(Sources())
     assert raised.value.signal == "audit_chain"
