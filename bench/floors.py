@@ -19,6 +19,9 @@ from exporter.zones import UTC, epoch_sql, instant_sql
 FLOOR_APP = "bench-floor"
 FLOOR_BATCH = 250
 
+# The measured tenants, as the exporter lists them (its filter bound: args, never SQL).
+TENANTS = DEFAULT_TENANTS.query()
+
 
 # The floor's own statements, written by hand (the status words literal, nothing bound):
 # what the dlq and preservation signals read, the best way this benchmark knows.
@@ -84,7 +87,7 @@ async def measure_floor(url: str, runs: int, steady: int) -> FloorFigures:
             for refresh in range(steady + 1):
                 started = connected if refresh == 0 else time.monotonic()
                 count = 1
-                rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
+                rows = await connections[0].fetch(TENANTS.sql, *TENANTS.args)
                 schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
                 slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
                 half = (len(slices) + 1) // 2
@@ -143,7 +146,7 @@ async def measure_naive(url: str, runs: int, cap: float) -> NaiveFigures:
         for _ in range(runs):
             started = time.monotonic()
             async with pool.acquire() as connection:
-                rows = await connection.fetch(*DEFAULT_TENANTS.query())
+                rows = await connection.fetch(TENANTS.sql, *TENANTS.args)
             queue = [
                 template.format(schema='"tenant_' + row["slug"] + '"')
                 for row in rows

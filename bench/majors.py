@@ -59,7 +59,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.floors import floor_statements
+from bench.floors import TENANTS, floor_statements
 from bench.machine import execute, loadavg, proc_status, session_backends, session_count
 from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, pinned_versions, start_major
@@ -72,7 +72,6 @@ from exporter.service import build_exporter
 from exporter.signals import backlog
 from exporter.sources.postgres.source import Postgres
 from exporter.sources.postgres.transaction import transaction_opening
-from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 from registry.backlogs import PENDING_ITEMS
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
@@ -227,7 +226,7 @@ async def run_floor(
     try:
         for refresh in range(refreshes):
             started = connected if refresh == 0 else time.monotonic()
-            rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
+            rows = await connections[0].fetch(TENANTS.sql, *TENANTS.args)
             schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2

@@ -32,12 +32,11 @@ from typing import Any
 import asyncpg
 
 from bench.figures import PoolerFigures, PoolersReport
-from bench.floors import floor_statements
+from bench.floors import TENANTS, floor_statements
 from bench.machine import loadavg
 from bench.refreshes import CountsCheck, counts_check, fresh_exporter, refresh
 from devkit.pgbouncer import start_pgbouncer
 from exporter.sources.postgres.transaction import transaction_opening
-from exporter.tenant_list import DEFAULT_TENANTS
 from exporter.timeouts import Timeouts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +154,7 @@ async def floor_steady(url: str, shape: str, steady: int, deadline: float) -> li
     try:
         for refresh in range(steady + 1):
             started = time.monotonic()
-            rows = await connections[0].fetch(*DEFAULT_TENANTS.query())
+            rows = await connections[0].fetch(TENANTS.sql, *TENANTS.args)
             schemas = ['"tenant_' + row["slug"].replace('"', '""') + '"' for row in rows]
             slices = [schemas[i : i + FLOOR_BATCH] for i in range(0, len(schemas), FLOOR_BATCH)]
             half = (len(slices) + 1) // 2
