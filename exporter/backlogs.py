@@ -70,18 +70,7 @@ TOP_LEVEL = ("version", "tenants", "signals", "backlogs", "streams")
 TENANT_KEYS = ("table", "slug", "schema", "measured")
 # A built-in table signal's keys in the contract (exporter.contract.tables): a backlog's, less
 # its help, its states and arrivals; `labels` names each label's column, values and catch-all.
-TABLE_SIGNAL_KEYS = (
-    "source",
-    "scope",
-    "table",
-    "pending",
-    "group_by",
-    "groups",
-    "group_catch_all",
-    "labels",
-    "oldest",
-    "timezone",
-)
+TABLE_SIGNAL_KEYS = ("source", *KEYS[1:7], "labels", "oldest", "timezone")
 LABEL_KEYS = ("column", "values", "catch_all")
 AUDIT_CHAIN = "audit_chain"
 STREAMS = "streams"

@@ -54,7 +54,8 @@ from tests.completion import complete
 from tests.hypotheses import examples
 
 ROOT = Path(__file__).resolve().parents[2]
-# The printed contract (its table signals' declarations replaceable) with the example's declarations.
+# The printed contract (its table signals', audit runs' and stream pairs' parts replaceable)
+# with the example's declarations.
 DECLARATIONS = {
     **contract_document(NO_DECLARATIONS),
     **yaml.safe_load((ROOT / "deploy" / "backlogs.example.yml").read_text(encoding="utf-8")),
