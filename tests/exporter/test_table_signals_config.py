@@ -15,6 +15,7 @@ import pytest
 
 from exporter.backlogs import NO_DECLARATIONS, Declarations, parse_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
+from exporter.errors import BacklogConfigError
 from exporter.tools.contract import contract_document, contract_yaml
 from registry import BUILTIN
 from registry.backlogs import UNDECLARED
@@ -123,6 +124,44 @@ def test_audit_runs_and_the_streams_pairs_replaced_are_the_signals_whole_contrac
     assert "built-in declarations replaced: dlq, preservation, audit_chain, streams" in done.stdout
 
 
+# Each refused in one line naming the key: in process here (the reading check-config and serve share).
+REFUSED = [
+    (
+        "        - transfer\n",
+        "        - transfer\n        catch_all: ''\n",
+        "signals.preservation.labels.phase.catch_all",
+    ),
+    (PRESERVATION_TABLE, PRESERVATION_TABLE + "    group_catch_all: other\n", "signals.preservation.group_catch_all"),
+    ("      artifact:\n", "      artefact:\n", "signals.preservation.labels"),
+    ("    group_by: origin_group\n", "    group_by: origin group\n", "signals.dlq.group_by"),
+    ("    - knowledge-service\n", "    - signature-service\n", "signals.dlq.groups"),
+    ("      status: exhausted\n", "      status: [yes]\n", "signals.preservation.pending.status"),
+    (PRESERVATION_TABLE, PRESERVATION_TABLE + "    oldest: created_at\n", "signals.preservation.oldest"),
+    (DLQ_ZONE, DLQ_ZONE.replace("UTC", "Europe/Atlantis"), "signals.dlq.timezone"),
+    ("    source: redis\n", "    source: kafka\n", "signals.streams.source"),
+    ("    - counters_disagree\n", "", "signals.streams.undelivered_unknown_reasons"),
+    (STREAM_PAIRS, "    consumer_groups: {}\n", "signals.streams.consumer_groups"),
+    ("    dead_letter_streams:\n", "    dead_letters:\n", "signals.streams.dead_letters"),
+    ("      classid: 1330794585\n", "      classid: 1\n", "signals.migration_lock"),
+    ("      verification_ok: verification_ok\n", "", "signals.audit_chain.columns"),
+    ("    table: public.audit_chain_runs\n", "    table: audit_chain_runs\n", "signals.audit_chain.table"),
+    ("    - finished_at\n    - id\n", "    - id\n    - id\n", "signals.audit_chain.latest"),
+    ("    scope: global\n", "    scope: tenant\n", "signals.audit_chain.scope"),
+    ("      scope: complete\n", "      scope: [yes]\n", "signals.audit_chain.complete.scope"),
+    ("  dlq:\n", "  dead_letters:\n", "signals.dead_letters"),
+    (DLQ_TABLE, "    help: x\n" + DLQ_TABLE, "signals.dlq.help"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "key"), REFUSED)
+def test_a_part_out_of_contract_is_refused_naming_the_key(old: str, new: str, key: str) -> None:
+    with pytest.raises(BacklogConfigError) as caught:
+        parse_declarations(edited(old, new), SETTING)
+    assert f"key {key!r}" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+# The same, by check-config and serve alike, each a process: one file per kind of part.
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
@@ -131,37 +170,10 @@ def test_audit_runs_and_the_streams_pairs_replaced_are_the_signals_whole_contrac
             "    - knowledge-service\n    group_catch_all: knowledge-service\n",
             "signals.dlq.group_catch_all",
         ),
-        (
-            "        - transfer\n",
-            "        - transfer\n        catch_all: ''\n",
-            "signals.preservation.labels.phase.catch_all",
-        ),
-        (
-            PRESERVATION_TABLE,
-            PRESERVATION_TABLE + "    group_catch_all: other\n",
-            "signals.preservation.group_catch_all",
-        ),
-        ("      artifact:\n", "      artefact:\n", "signals.preservation.labels"),
-        ("    group_by: origin_group\n", "    group_by: origin group\n", "signals.dlq.group_by"),
-        ("    - knowledge-service\n", "    - signature-service\n", "signals.dlq.groups"),
         (DLQ_TABLE, "", "signals.dlq.table"),
-        ("      status: exhausted\n", "      status: [yes]\n", "signals.preservation.pending.status"),
-        (PRESERVATION_TABLE, PRESERVATION_TABLE + "    oldest: created_at\n", "signals.preservation.oldest"),
-        (DLQ_ZONE, DLQ_ZONE.replace("UTC", "Europe/Atlantis"), "signals.dlq.timezone"),
-        ("    source: redis\n", "    source: kafka\n", "signals.streams.source"),
-        ("    - counters_disagree\n", "", "signals.streams.undelivered_unknown_reasons"),
-        (STREAM_PAIRS, "    consumer_groups: {}\n", "signals.streams.consumer_groups"),
-        ("    dead_letter_streams:\n", "    dead_letters:\n", "signals.streams.dead_letters"),
-        ("      classid: 1330794585\n", "      classid: 1\n", "signals.migration_lock"),
         ("      breaks: breaks\n", "      breaks: n breaks\n", "signals.audit_chain.columns.breaks"),
-        ("      verification_ok: verification_ok\n", "", "signals.audit_chain.columns"),
-        ("    table: public.audit_chain_runs\n", "    table: audit_chain_runs\n", "signals.audit_chain.table"),
-        ("    - finished_at\n    - id\n", "    - id\n    - id\n", "signals.audit_chain.latest"),
-        ("    scope: global\n", "    scope: tenant\n", "signals.audit_chain.scope"),
-        ("      scope: complete\n", "      scope: [yes]\n", "signals.audit_chain.complete.scope"),
+        ("      orpycamcp.workflow.events:\n", "      7:\n", "signals.streams.consumer_groups"),
         ("  schema: tenant_<slug>\n", "  schema: <slug>\n", "tenants.schema"),
-        ("  dlq:\n", "  dead_letters:\n", "signals.dead_letters"),
-        (DLQ_TABLE, "    help: x\n" + DLQ_TABLE, "signals.dlq.help"),
     ],
 )
 def test_a_file_that_changes_what_is_fixed_is_refused_naming_the_key(
