@@ -15,13 +15,12 @@ import redis.asyncio
 
 from exporter import logs
 from exporter.contract import sql
-from exporter.declared_streams import NO_STREAMS, DeclaredStreams
+from exporter.declared_streams import NO_STREAMS, SHIPPED_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.flags import flag_of
 from exporter.loading import load
 from exporter.settings import OPTIONS_BY_NAME
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
-from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 
 EXPORTER_ROLE = "orpycamcp_exporter"
 # The demo's own servers are the only ones it reads: these options are refused, not ignored.
@@ -44,17 +43,23 @@ async def load_contract(url: str, *, demo_data: bool, exporter_password: str | N
         await connection.close()
 
 
-async def load_demo_streams(url: str, declared: DeclaredStreams = NO_STREAMS) -> None:
-    """Consumer groups with a few unacknowledged messages and a dead-letter entry; the
+async def load_demo_streams(
+    url: str, declared: DeclaredStreams = NO_STREAMS, builtin: DeclaredStreams = SHIPPED_STREAMS
+) -> None:
+    """Consumer groups with a few unacknowledged messages and a dead-letter entry (the
+    streams signal's own: shipped, or those the contract lists in their place); the
     declared groups (one message each, the first group's delivered and not acknowledged)
     and a dead-letter entry in the first declared dead-letter stream."""
     client = redis.asyncio.Redis.from_url(url, decode_responses=True)
     try:
-        for stream, group in STREAM_GROUPS + declared.consumer_groups:
+        for stream, group in builtin.consumer_groups + declared.consumer_groups:
             await client.xgroup_create(stream, group, id="0", mkstream=True)
             await client.xadd(stream, {"event": "document.signed"})
-        await client.xreadgroup("signature-service", "demo-consumer", {"orpycamcp.document.events": ">"}, count=1)
-        await client.xadd(DEADLETTER_STREAMS[0], {"event": "document.signed", "error": "certificate expired"})
+        if builtin.consumer_groups:
+            stream, group = builtin.consumer_groups[0]
+            await client.xreadgroup(group, "demo-consumer", {stream: ">"}, count=1)
+        for stream in builtin.dead_letter_streams[:1]:
+            await client.xadd(stream, {"event": "document.signed", "error": "certificate expired"})
         if declared.consumer_groups:
             stream, group = declared.consumer_groups[0]
             await client.xreadgroup(group, "demo-consumer", {stream: ">"}, count=1)
@@ -95,7 +100,7 @@ def run_demo(values: Mapping[str, Any]) -> int:
         asyncio.run(load_contract(postgres.url(), demo_data=True, exporter_password=password))
         try:
             redis_server = start_redis()
-            asyncio.run(load_demo_streams(redis_server.url, checked.streams))
+            asyncio.run(load_demo_streams(redis_server.url, checked.streams, checked.bus or SHIPPED_STREAMS))
         except ServerUnavailable as exc:
             print(f"{exc}; the streams signal stays off", file=sys.stderr)
         overrides = dict(values)
