@@ -3,7 +3,7 @@ the registry costs, and how long it holds the event loop, in this tree and,
 with `--before TREE`, in another source tree, each in a process of its own.
 
 The backlog is declared through the declarations file and the registry built
-as `serve` builds it (exporter.service.catalog_of); its samples are every
+as `serve` builds it (devkit.catalog.catalog_of); its samples are every
 registered combination. The refresh's database part is not here: it does not
 depend on the number of combinations (bench/backlogs.py measures it). A
 ticker on the loop records the longest stretch without a turn while the
@@ -34,7 +34,7 @@ PROBE = """
 import asyncio, inspect, json, statistics, sys, time
 from exporter.backlogs import load_declarations
 from exporter.samples import Sample
-from exporter.service import catalog_of
+from devkit.catalog import catalog_of
 import exporter.validate as validate
 
 declarations = load_declarations(sys.argv[1], "--backlogs.config-file")

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.current import figures_table
+from devkit.catalog import catalog_of
 from devkit.modules_map import modules_table
 from devkit.reference_tables import options_table, reasons_table
 from exporter.backlogs import load_declarations
-from exporter.service import catalog_of
 from exporter.tools.reference import metrics_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,8 @@ from exporter.arguments import (
     replacement,
     with_command,
 )
-from exporter.backlogs import NO_DECLARATIONS, load_declarations
+from exporter.backlogs import load_declarations
+from exporter.declarations import NO_DECLARATIONS
 from exporter.errors import ConfigError, InvalidSettings, ListenError
 from exporter.http.listen import show_address
 from exporter.loading import load, load_some

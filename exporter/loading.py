@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from exporter import option_rules
-from exporter.backlogs import NO_DECLARATIONS, Declarations, load_declarations
+from exporter.backlogs import load_declarations
+from exporter.declarations import NO_DECLARATIONS, Declarations
 from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.precedence import OptionReading
 from exporter.settings import OPTIONS_BY_NAME, Settings, describe

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.backlogs import Backlog
 from exporter.cadence import INHERITED, Cadence, DeclaredCadence, resolved
+from exporter.declarations import Backlog
 from exporter.declared_streams import DeclaredStreams
 from exporter.errors import BacklogConfigError, ConfigError
 from exporter.options import Refused

@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.backlogs import NO_DECLARATIONS, Backlog, Declarations
 from exporter.cache import SignalCache
 from exporter.clock import SYSTEM_CLOCK, Clock
-from exporter.declared_streams import NO_STREAMS, DeclaredStreams
+from exporter.declarations import NO_DECLARATIONS, Declarations
 from exporter.exporter import Exporter
 from exporter.identity import DatabaseIdentity
 from exporter.meta import MetaReader
@@ -36,13 +35,6 @@ class Catalog:
 
 
 BUILTIN_CATALOG = Catalog(BUILTIN, BY_NAME)
-
-
-def catalog_of(
-    backlogs: tuple[Backlog, ...], declared_streams: DeclaredStreams = NO_STREAMS, tables: tuple[Backlog, ...] = ()
-) -> Catalog:
-    """`tables`: the built-in table signals whose declarations the file replaces."""
-    return declared_catalog(Declarations(backlogs, declared_streams, tables=tables))
 
 
 def declared_catalog(declarations: Declarations) -> Catalog:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.audit_runs import AuditRuns
-from exporter.backlogs import Backlog, Declarations
 from exporter.cadence import Cadence, PerSignal
+from exporter.declarations import Backlog, Declarations
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
 from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING

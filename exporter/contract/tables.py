@@ -9,8 +9,8 @@ values then being the replacement's."""
 
 from __future__ import annotations
 
-from exporter.backlogs import Backlog, LabelColumn, Scope, table_signal_output
 from exporter.conditions import Condition
+from exporter.declarations import Backlog, LabelColumn, Scope, table_signal_output
 from exporter.zones import UTC
 from registry.families import DLQ_PENDING, PRESERVATION_EXHAUSTED
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from exporter.backlogs import Backlog, ClosedColumn, Scope
 from exporter.conditions import Predicate, predicate_of
+from exporter.declarations import Backlog, ClosedColumn, Scope
 from exporter.errors import ArgumentDoesNotFit, ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds

@@ -16,10 +16,11 @@ from typing import Any
 import yaml
 
 from exporter.audit_runs import DEFAULT_AUDIT_RUNS, AuditRuns
-from exporter.backlogs import NO_DECLARATIONS, POSTGRESQL, Backlog, Declarations, LabelColumn, Scope
+from exporter.backlogs import POSTGRESQL
 from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals, pairs, streams_signal
 from exporter.contract.tables import shipped_or_replaced
+from exporter.declarations import NO_DECLARATIONS, Backlog, Declarations, LabelColumn, Scope
 from exporter.declared_streams import SHIPPED_STREAMS, DeclaredStreams
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
 from exporter.tenant_list import TenantList

@@ -10,8 +10,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
-from exporter.backlogs import Backlog
 from exporter.contract.tables import shipped_or_replaced
+from exporter.declarations import Backlog
 from exporter.measure import measure
 from exporter.outcomes import Failure, classify
 from exporter.printable import printable, quoted

@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from exporter.backlogs import Backlog, Scope
 from exporter.conditions import Condition
+from exporter.declarations import Backlog, Scope
 from exporter.printable import quoted
 from exporter.signals.backlog import global_table, predicate
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX, quote_identifier

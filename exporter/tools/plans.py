@@ -8,8 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from exporter.backlogs import Backlog, Scope
 from exporter.conditions import Value
+from exporter.declarations import Backlog, Scope
 from exporter.signals.backlog import branch_sql, global_table, predicate
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX, quote_identifier
 from exporter.sources.postgres.source import Postgres

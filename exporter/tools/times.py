@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from exporter import zones
-from exporter.backlogs import Backlog, Scope
+from exporter.declarations import Backlog, Scope
 from exporter.sources.postgres.identifiers import SCHEMA_PREFIX
 from exporter.sources.postgres.source import Postgres
 

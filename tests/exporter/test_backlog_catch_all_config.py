@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import example_backlogs, without
-from exporter.backlogs import States, parse_declarations
+from devkit.catalog import catalog_of
+from exporter.backlogs import parse_declarations
+from exporter.declarations import States
 from exporter.errors import BacklogConfigError
-from exporter.service import catalog_of
 from tests.commands import refused_in_one_line
 
 DB = "postgresql://u:p@h/db"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from devkit.backlogs import example_backlogs, without
-from exporter.backlogs import Arrivals, States, Window, load_declarations, parse_declarations
+from devkit.catalog import catalog_of
+from exporter.backlogs import load_declarations, parse_declarations
+from exporter.declarations import Arrivals, States, Window
 from exporter.errors import BacklogConfigError
-from exporter.service import catalog_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "backlogs.example.yml"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.backlogs import Scope, load_declarations, parse_declarations
+from exporter.backlogs import load_declarations, parse_declarations
 from exporter.conditions import Condition
+from exporter.declarations import Scope
 from exporter.errors import BacklogConfigError, ConfigError
 from exporter.loading import load
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from devkit.catalog import catalog_of
 from exporter.backlogs import load_declarations, parse_declarations
 from exporter.declared_streams import DeclaredStreams
 from exporter.errors import BacklogConfigError, ConfigError
 from exporter.loading import load
-from exporter.service import catalog_of
 from exporter.signals import streams
 from registry.families import DEADLETTER_ENTRIES, DEADLETTER_OLDEST, STREAM_OLDEST_PENDING, STREAM_PENDING
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from devkit.catalog import catalog_of
 from exporter.backlogs import parse_declarations
 from exporter.errors import BacklogConfigError
 from exporter.loading import load
-from exporter.service import catalog_of
 from registry.families import StreamSignalShape
 from registry.values import STREAM_GROUPS
 from tests.commands import refused_in_one_line

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.backlogs import NO_DECLARATIONS, Declarations, parse_declarations
+from exporter.backlogs import parse_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
+from exporter.declarations import NO_DECLARATIONS, Declarations
 from exporter.errors import BacklogConfigError
 from exporter.tools.contract import contract_document, contract_yaml
 from registry import BUILTIN

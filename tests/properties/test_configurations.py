@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.backlogs import NO_DECLARATIONS
+from exporter.declarations import NO_DECLARATIONS
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render

@@ -16,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devkit.backlogs import example_backlogs, pending_only, without
-from exporter.backlogs import NO_DECLARATIONS, parse_declarations
+from devkit.catalog import catalog_of
+from exporter.backlogs import parse_declarations
+from exporter.declarations import NO_DECLARATIONS
 from exporter.exposition.assemble import assemble
 from exporter.exposition.text import render
 from exporter.outcomes import Outcome
-from exporter.service import catalog_of
 from exporter.signals.backlog import Counts
 from exporter.tools.contract import contract_yaml
 from registry.families import DLQ_OLDEST, DLQ_PENDING, PRESERVATION_EXHAUSTED

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
-from exporter.backlogs import NO_DECLARATIONS
+from exporter.declarations import NO_DECLARATIONS
 from exporter.tools.contract import contract_yaml
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.platform import Platform, at

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from devkit.catalog import catalog_of
 from exporter.audit_runs import DEFAULT_AUDIT_RUNS
-from exporter.backlogs import NO_DECLARATIONS, load_declarations
+from exporter.backlogs import load_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
-from exporter.service import catalog_of
+from exporter.declarations import NO_DECLARATIONS
 from exporter.signals import backlog, migration_lock
 from exporter.tools.contract import contract_document
 from registry import BUILTIN, META, Registry
