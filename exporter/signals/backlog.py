@@ -32,11 +32,12 @@ import asyncpg
 
 from exporter.conditions import Predicate, predicate_of
 from exporter.declarations import Backlog, ClosedColumn, Scope
-from exporter.errors import ArgumentDoesNotFit, ContractViolation
+from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
 from exporter.sources.postgres.column_types import INTEGER, ResultTypes, time_column
+from exporter.sources.postgres.errors import ArgumentDoesNotFit
 from exporter.sources.postgres.identifiers import quote_identifier
 from exporter.zones import epoch_sql, instant_sql, within_sql
 from registry.backlogs import ARRIVALS, ARRIVALS_THRESHOLD, ITEMS, UNDECLARED

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.errors import ContractViolation, RedisTooOld
+from exporter.errors import ContractViolation
 from exporter.signals.stream_replies import NAME, entry_id, reply_count
+from exporter.sources.redis.errors import RedisTooOld
 
 LAG_SINCE = "7.0"  # the Redis version whose XINFO GROUPS has `lag`
 

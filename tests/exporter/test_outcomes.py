@@ -9,24 +9,25 @@ import asyncpg
 import pytest
 import redis.exceptions
 
-from exporter.errors import (
+from exporter.errors import Closed, ContractViolation
+from exporter.outcomes import classify
+from exporter.reasons import Reason
+from exporter.sources.postgres.errors import (
     ArgumentDoesNotFit,
-    Closed,
     ConnectNotGranted,
-    ContractViolation,
     DatabaseRefused,
     DatabaseUnreachable,
+    SessionNotKept,
+    translated,
+)
+from exporter.sources.redis.errors import (
     RedisGroupMissing,
     RedisPermissionDenied,
     RedisUnavailable,
     SentinelServiceUnknown,
-    SessionNotKept,
+    translating,
 )
-from exporter.outcomes import classify
-from exporter.reasons import Reason
-from exporter.sources.postgres.errors import translated
 from exporter.sources.redis.errors import translated as redis_translated
-from exporter.sources.redis.errors import translating
 from exporter.sources.url_secrets import server_mask
 
 

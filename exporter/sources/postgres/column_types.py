@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from asyncpg.prepared_stmt import PreparedStatement
 
-from exporter.errors import ColumnTypeMismatch, DatabaseRefused
+from exporter.errors import ColumnTypeMismatch
+from exporter.sources.postgres.errors import DatabaseRefused
 
 # The names PostgreSQL's catalog gives the types (pg_type.typname, as asyncpg reports them).
 INTEGER = ("int2", "int4", "int8")

@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from exporter.errors import ConnectNotGranted, DatabaseUnreachable
 from exporter.sources.postgres.dsn import Host, SessionAttrs, parse
+from exporter.sources.postgres.errors import ConnectNotGranted, DatabaseUnreachable
 from exporter.sources.url_secrets import masked, server_secrets
 
 

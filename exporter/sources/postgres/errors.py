@@ -1,6 +1,6 @@
-"""asyncpg's exceptions, translated where the PostgreSQL source catches them into
-the exporter's typed errors (exporter.errors), each carrying its reason, and a
-server's error written on one line: nothing downstream imports asyncpg to tell
+"""The PostgreSQL source's typed errors (each a SourceError of exporter.errors,
+carrying its reason), and asyncpg's exceptions translated into them where the
+source catches them, a server's error written on one line: nothing downstream imports asyncpg to tell
 what went wrong. The server's words pass through a mask (the reader's: every
 echo of a credential of its URL hidden, exporter.sources.url_secrets.masked):
 "password authentication failed for user ..." quotes what the URL gave."""
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import asyncpg
 
-from exporter.errors import ArgumentDoesNotFit, DatabaseConnectionBroken, DatabaseRefused, RowSecurityRefused
+from exporter.errors import SourceError
+from exporter.flags import setting
+from exporter.printable import quoted
 from exporter.reasons import Reason
 from exporter.sources.url_secrets import Mask, unmasked
 
@@ -98,3 +100,91 @@ def typed_errors(mask: Mask) -> Iterator[None]:
         yield
     except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
         raise translated(exc, mask) from exc
+
+
+# The PostgreSQL source's typed errors, each with its reason.
+class DatabaseUnreachable(SourceError):
+    """No host of the PostgreSQL URL gave a session of the kind it asks for;
+    says, host by host, why (never the password: hosts are named as parsed)."""
+
+    reason = Reason.CONNECTION_ERROR
+
+    def __init__(self, wanted: str, attempts: Sequence[tuple[str, str]]) -> None:
+        self.wanted = wanted
+        self.attempts = tuple(attempts)
+        tried = "; ".join(f"{host}: {problem}" for host, problem in self.attempts) or "no host was tried"
+        kind = "" if wanted == "any" else f" with target_session_attrs={wanted}"
+        super().__init__(f"no host gave a session{kind}: {tried}")
+
+
+class DatabaseRefused(SourceError):
+    """PostgreSQL answered with an error: its SQLSTATE, its message, and the reason
+    the SQLSTATE means (exporter.sources.postgres.errors)."""
+
+    def __init__(self, reason: Reason, sqlstate: str, words: str) -> None:
+        self.reason = reason
+        self.sqlstate = sqlstate
+        self.words = words  # the server's error on one line (exporter.sources.postgres.errors.server_words)
+        super().__init__(words)
+
+
+class RowSecurityRefused(DatabaseRefused):
+    """Row-level security would filter a table the exporter reads: with
+    row_security off (exporter.sources.postgres.transaction) PostgreSQL refuses the
+    statement instead of counting the rows a policy leaves."""
+
+    def __init__(self, table: str, sqlstate: str, words: str) -> None:
+        self.table = table
+        super().__init__(Reason.ROW_SECURITY, sqlstate, words)
+
+    def __str__(self) -> str:
+        return (
+            f"row-level security would filter the rows of table {quoted(self.table)} for the exporter's role:"
+            f" nothing is counted rather than the rows a policy leaves ({self.words})"
+        )
+
+
+class DatabaseConnectionBroken(SourceError):
+    """The connection to PostgreSQL failed under a statement (closed, reset, or left
+    in a protocol state the client refuses to use); it is replaced."""
+
+    reason = Reason.CONNECTION_ERROR
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"connection in an unusable state: {problem}")
+
+
+class ArgumentDoesNotFit(SourceError):
+    """A value bound to a statement does not fit its column's type (text for an integer, ...)."""
+
+    reason = Reason.CONTRACT_VIOLATION
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"a value does not fit its column: {problem}")
+
+
+class SessionNotKept(SourceError):
+    """In session pool mode, a connection's server session did not last from one
+    of its transactions to the next: a transaction pooler is in between."""
+
+    reason = Reason.TRANSACTION_POOLER
+
+    def __init__(self, evidence: str) -> None:
+        self.evidence = evidence
+        super().__init__(
+            f"the server session of a connection changed between two of its transactions ({evidence}):"
+            f" a transaction pooler is in front of the database; set {setting('pool_mode', 'transaction')}"
+        )
+
+
+class ConnectNotGranted(SourceError):
+    """The server refused the role a session on the database: no CONNECT privilege."""
+
+    reason = Reason.CONNECT_NOT_GRANTED
+
+    def __init__(self, role: str, database: str) -> None:
+        self.role = role
+        self.database = database
+        super().__init__(f"role {role!r} may not connect to database {database!r} (no CONNECT privilege)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from exporter.errors import SessionNotKept
+from exporter.sources.postgres.errors import SessionNotKept
 from exporter.sources.postgres.transaction import COMMIT_SQL
 from exporter.timeouts import Timeouts
 

@@ -21,7 +21,7 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 
-from exporter.errors import (
+from exporter.sources.redis.errors import (
     SentinelNoMaster,
     SentinelsDisagree,
     SentinelServiceUnknown,

@@ -29,10 +29,15 @@ import redis.exceptions
 from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.connection import Connection
 
-from exporter.errors import ClusterChanged, NotACluster, RedisPermissionDenied, RedisUnavailable
 from exporter.pacing import Pacer
 from exporter.reasons import Reason
-from exporter.sources.redis.errors import reply_error
+from exporter.sources.redis.errors import (
+    ClusterChanged,
+    NotACluster,
+    RedisPermissionDenied,
+    RedisUnavailable,
+    reply_error,
+)
 from exporter.sources.redis.exchange import exchange
 from exporter.sources.url_secrets import Mask, unmasked
 

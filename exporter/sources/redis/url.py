@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from exporter.errors import InvalidRedisUrl
 from exporter.flags import flag_of
 from exporter.hostnames import host_problem
 from exporter.options import Refused
 from exporter.sources import url_secrets
+from exporter.sources.redis.errors import InvalidRedisUrl
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379

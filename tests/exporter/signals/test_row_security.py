@@ -15,10 +15,10 @@ import pytest
 from devkit.backlogs import pending_only
 from devkit.pgbouncer import pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import RowSecurityRefused
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.signals import BY_NAME
+from exporter.sources.postgres.errors import RowSecurityRefused
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.platform import EXPORTER_PASSWORD, Platform, at
 from tests.scrapes import Page, make_exporter, scrape_once

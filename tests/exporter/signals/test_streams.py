@@ -11,12 +11,13 @@ from redis.asyncio import Redis
 
 from devkit.servers import LocalRedis, start_redis
 from devkit.streams import create_stream_groups
-from exporter.errors import ConfigError, ContractViolation, RedisTooOld, SourceNotConfigured
+from exporter.errors import ConfigError, ContractViolation, SourceNotConfigured
 from exporter.outcomes import classify
 from exporter.samples import Sample
 from exporter.signals.base import FUTURE_TOLERANCE_SECONDS
 from exporter.signals.streams import SIGNAL, entry_time, first_entry_time, pending_summary, samples_from
 from exporter.sources import Sources
+from exporter.sources.redis.errors import RedisTooOld
 from exporter.sources.redis.source import StreamsReading
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS, UNDELIVERED_UNKNOWN_REASONS
 from tests.clock import FakeClock

@@ -16,12 +16,12 @@ import pytest
 
 from devkit.pgbouncer import LocalPgBouncer, pgbouncer_server
 from devkit.servers import PostgresServer
-from exporter.errors import DatabaseRefused
 from exporter.exporter import Exporter
 from exporter.loading import load
 from exporter.outcomes import classify
 from exporter.reasons import Reason
 from exporter.service import postgres_settings
+from exporter.sources.postgres.errors import DatabaseRefused
 from exporter.sources.postgres.pool_mode import PoolMode
 from exporter.sources.postgres.pooler import BACKEND_PID_SQL
 from exporter.sources.postgres.source import Postgres

@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from exporter.errors import SessionNotKept
+from exporter.sources.postgres.errors import SessionNotKept
 from exporter.sources.postgres.pooler import BACKEND_PID_SQL, PoolerUndecided, SessionProbe, SessionWatch, probe_pooler
 from exporter.sources.postgres.transaction import COMMIT_SQL, transaction_opening
 from exporter.timeouts import Timeouts

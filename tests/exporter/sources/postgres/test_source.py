@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from exporter.errors import DatabaseRefused, SessionNotKept
 from exporter.loading import load
 from exporter.service import postgres_settings
+from exporter.sources.postgres.errors import DatabaseRefused, SessionNotKept
 from exporter.sources.postgres.lanes import Lane
 from exporter.sources.postgres.pooler import BACKEND_PID_SQL
 from exporter.sources.postgres.source import Postgres

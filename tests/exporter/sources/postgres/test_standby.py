@@ -15,9 +15,9 @@ import pytest
 
 from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
 from devkit.standby import caught_up, start_standby
-from exporter.errors import DatabaseUnreachable
 from exporter.reasons import Reason
 from exporter.sources.postgres.connect import connect
+from exporter.sources.postgres.errors import DatabaseUnreachable
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform

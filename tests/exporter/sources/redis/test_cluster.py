@@ -18,12 +18,12 @@ from redis.backoff import NoBackoff
 from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
 from devkit.servers import ServerUnavailable
-from exporter.errors import RedisClusterRedirect
 from exporter.measure import measure
 from exporter.outcomes import Outcome
 from exporter.reasons import Reason
 from exporter.signals import streams
 from exporter.sources import Sources
+from exporter.sources.redis.errors import RedisClusterRedirect
 from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry import BUILTIN

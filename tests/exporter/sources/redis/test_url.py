@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from exporter.errors import ConfigError, InvalidRedisUrl
+from exporter.errors import ConfigError
 from exporter.loading import load
+from exporter.sources.redis.errors import InvalidRedisUrl
 from exporter.sources.redis.url import RedisKind, RedisTarget, parse_redis_url
 
 SECRET = "Zq8Wv3Kt"
