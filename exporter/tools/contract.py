@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 
 from exporter.audit_runs import DEFAULT_AUDIT_RUNS, AuditRuns
-from exporter.backlogs import POSTGRESQL
 from exporter.conditions import Condition, Value
 from exporter.contract.fixed import fixed_signals, pairs, streams_signal
+from exporter.contract.replaced import POSTGRESQL
 from exporter.contract.tables import shipped_or_replaced
 from exporter.declarations import NO_DECLARATIONS, Backlog, Declarations, LabelColumn, Scope
 from exporter.declared_streams import SHIPPED_STREAMS, DeclaredStreams
