@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from exporter import zones
-from exporter.cadence import CADENCE_KEYS, declared_cadence
+from exporter.cadence import declared_cadence
 from exporter.contract.replaced import ContractReader, Replaced
+from exporter.declaration_fields import KEYS
 from exporter.declarations import (
     Arrivals,
     Backlog,
@@ -43,20 +44,6 @@ from registry.values import SIGNALS
 
 # Names of the stream signals declared apart (exporter.declared_streams); never a backlog's.
 STREAMS_PREFIX = "streams_"
-KEYS = (
-    "help",
-    "scope",
-    "table",
-    "pending",
-    "group_by",
-    "groups",
-    "group_catch_all",
-    "oldest",
-    "timezone",
-    "states",
-    "arrivals",
-    *CADENCE_KEYS,
-)
 REQUIRED = ("help", "scope", "table", "pending")
 TOP_LEVEL = ("version", "tenants", "signals", "backlogs", "streams")
 TENANT_KEYS = ("table", "slug", "schema", "measured")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from exporter.cadence import CADENCE_KEYS
 from exporter.conditions import Condition, Value
 from exporter.declarations import Scope
 from exporter.errors import BacklogConfigError
@@ -15,6 +16,22 @@ from exporter.printable import has_control
 
 # A plain, unquoted PostgreSQL name; at most 63 bytes, so never truncated.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# A declared backlog's keys (exporter.backlogs); a built-in table signal's are a part of
+# them (exporter.contract.replaced).
+KEYS = (
+    "help",
+    "scope",
+    "table",
+    "pending",
+    "group_by",
+    "groups",
+    "group_catch_all",
+    "oldest",
+    "timezone",
+    "states",
+    "arrivals",
+    *CADENCE_KEYS,
+)
 
 
 class FieldReader:

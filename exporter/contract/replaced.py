@@ -12,27 +12,16 @@ from exporter import zones
 from exporter.audit_runs import READ as AUDIT_READ
 from exporter.audit_runs import AuditRuns
 from exporter.contract.fixed import fixed_signals
-from exporter.declaration_fields import FieldReader
+from exporter.declaration_fields import KEYS, FieldReader
 from exporter.declarations import AUDIT_CHAIN, STREAMS, Backlog, LabelColumn, Scope, table_signal_output
 from exporter.declared_streams import DeclaredStreams, read_builtin_streams
 from registry.families import TABLE_SIGNAL_FAMILIES
 from registry.values import SIGNALS
 
 POSTGRESQL = "postgresql"
-# A built-in table signal's keys: a declared backlog's (exporter.backlogs.KEYS), less its help,
-# states and arrivals; `labels` names each label's column, values and catch-all.
-TABLE_SIGNAL_KEYS = (
-    "source",
-    "scope",
-    "table",
-    "pending",
-    "group_by",
-    "groups",
-    "group_catch_all",
-    "labels",
-    "oldest",
-    "timezone",
-)
+# A built-in table signal's keys: a declared backlog's, less its help, states and arrivals;
+# `labels` names each label's column, values and catch-all.
+TABLE_SIGNAL_KEYS = ("source", *KEYS[1:7], "labels", "oldest", "timezone")
 LABEL_KEYS = ("column", "values", "catch_all")
 LABEL_REQUIRED = ("column", "values")
 AUDIT_KEYS = ("source", "scope", "table", "complete", "latest", "columns", "timezone")
