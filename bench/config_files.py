@@ -112,7 +112,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     trees = {str(tree): tree for tree in args.before} | {"this tree": TREE}
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs, median (max) seconds")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs, median (max) seconds\n")
     print("| file | bytes | " + " | ".join(trees) + " | outcome (this tree) |")
     print("|---|---:|" + "---:|" * len(trees) + "---|")
     with tempfile.TemporaryDirectory(prefix="orpycamcp-config-") as directory:
@@ -126,7 +126,7 @@ def main() -> None:
                 cells.append(f"{statistics.median(seconds):.2f} ({max(seconds):.2f})")
                 outcome = str(result["outcome"])
             print(f"| {name} | {len(text.encode()):,} | " + " | ".join(cells) + f" | {outcome} |", flush=True)
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
