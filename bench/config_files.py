@@ -15,14 +15,13 @@ files that load: a backlog of 9,000 groups, 4,000 users.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from bench.trees import probe
 
 TREE = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
@@ -92,20 +91,6 @@ def cases() -> dict[str, tuple[str, str]]:
     }
 
 
-def probe(tree: Path, kind: str, path: Path, runs: int) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, kind, str(path), str(runs)],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    )
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", type=Path, action="append", default=[], help="another source tree (repeatable)")
@@ -121,7 +106,7 @@ def main() -> None:
             path.write_text(text, encoding="utf-8")
             cells, outcome = [], ""
             for tree in trees.values():
-                result = probe(tree, kind, path, args.runs)
+                result = probe(tree, PROBE, kind, str(path), str(args.runs))
                 seconds: list[float] = result["seconds"]  # type: ignore[assignment]
                 cells.append(f"{statistics.median(seconds):.2f} ({max(seconds):.2f})")
                 outcome = str(result["outcome"])
