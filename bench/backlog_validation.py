@@ -16,14 +16,13 @@ synchronous `complete`, called from the loop as that tree does).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import yaml
+
+from bench.trees import probe
 
 TREE = Path(__file__).resolve().parent.parent
 GROUPS = 1000
@@ -88,20 +87,6 @@ def declarations(directory: Path) -> Path:
     return path
 
 
-def probe(tree: Path, path: Path, runs: int) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path), str(runs)],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    )
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", type=Path)
@@ -114,7 +99,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="orpycamcp-backlog-") as directory:
         path = declarations(Path(directory))
         for code, tree in trees.items():
-            result = probe(tree, path, args.runs)
+            result = probe(tree, PROBE, str(path), str(args.runs))
             print(
                 f"| {code} | {result['samples']:,} | {result['seconds']:.3f} | {result['longest_loop_stall_ms']:.0f} |"
             )

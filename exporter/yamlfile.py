@@ -9,11 +9,16 @@ MAX_DEPTH (its composer recurses), a mapping key that is a list or a mapping
 (not hashable), an integer outside 64 bits (Python refuses to convert more
 than 4,300 digits; PostgreSQL and the exposition take 64 bits at most).
 
-The work is bounded, not only the bytes: PyYAML reads some 20,000 nodes a
-second, so a file under the size cap could hold minutes of work (a flow list of
-300,000 one-letter items). A document of more than MAX_NODES nodes, or more than
-MAX_LINES lines, is refused as soon as the count is passed, before the rest is
-read; every file under the cap is refused or loaded within about a second.
+The work is bounded, not only the bytes. PyYAML's pure-Python scanner reads
+about a megabyte a second and some 20,000 nodes a second, so a file under the
+size cap could hold seconds of scanning (a megabyte of quotes or spaces) and
+minutes of work in nodes (a flow list of 300,000 one-letter items). The events
+are read with LibYAML's parser (bundled in PyYAML's wheels; the pure-Python one
+when PyYAML was built without it), which scans a megabyte in milliseconds and
+only as far as the composer asks; the composer stays PyYAML's, counting: a
+document of more than MAX_NODES nodes, or more than MAX_LINES lines, is refused
+as soon as the count is passed, before the rest is read. Every file under the
+cap is refused or loaded within a fraction of a second (bench/config_files.py).
 
 A file that holds credentials (the web configuration) is parsed with
 `secret=True`: no refusal then quotes anything of the document (a scalar, a
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -37,7 +42,7 @@ MAX_DEPTH = 32  # the deepest file the exporter reads nests 5 levels
 INT_BITS = 63  # a signed 64-bit integer: what PostgreSQL's bigint and the page hold
 _MAX_INT_TEXT = 80  # longer than any 64-bit integer in any YAML notation
 # The largest file the exporter is given (a declarations file of a few backlogs of a
-# thousand groups each) holds a few thousand nodes; 10,000 take PyYAML about half a second.
+# thousand groups each) holds a few thousand nodes; the composer takes 10,000 in about 0.2 s.
 MAX_NODES = 10_000
 MAX_LINES = 50_000  # blank and comment lines included: a line costs the scanner work too
 # A quoted piece of a PyYAML problem ('x', "\t", '!Secr3tPassw0rd'): removed in secret mode.
@@ -48,17 +53,27 @@ class YamlError(ValueError):
     """The document is refused; the message is one short line."""
 
 
-class _PlainLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses aliases and repeated keys, counts its nodes, and
-    knows where each node is (the keys and items that lead to it)."""
+class _Bounded(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """PyYAML's composer and safe constructor, refusing aliases and repeated keys,
+    counting nodes and knowing where each node is (the keys and items that lead to
+    it); the events come from the parser the loader below is built on."""
 
     _depth = 0
     _nodes = 0
     quotes = True  # whether a refusal may quote a key of the document
     names: Collection[str] = ()  # the keys a refusal may name when it quotes none
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    if TYPE_CHECKING:  # the parser's, from the class the loader is built on
+
+        def peek_event(self) -> Any: ...
+
+        def check_event(self, *choices: Any) -> bool: ...
+
+        def dispose(self) -> None: ...
+
+    def begin(self, *, quotes: bool, names: Collection[str]) -> None:
+        self.quotes = quotes
+        self.names = names
         self._path: list[str] = []
         self._node_paths: dict[int, tuple[str, ...]] = {}
         self.where: tuple[str, ...] | None = None  # where the refusal is, once there is one
@@ -93,7 +108,7 @@ class _PlainLoader(yaml.SafeLoader):
         return node
 
     def _compose_counted(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()
         if self.check_event(yaml.AliasEvent):
             raise yaml.composer.ComposerError(
                 None, None, "aliases (*name) are not accepted: write the value out", event.start_mark
@@ -132,7 +147,7 @@ class _PlainLoader(yaml.SafeLoader):
             self.where = self._node_paths.get(id(node), ())
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Hashable, Any]:
+def _construct_mapping(loader: _Bounded, node: yaml.MappingNode) -> dict[Hashable, Any]:
     seen: set[Hashable] = set()
     for key_node, _ in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
@@ -141,13 +156,13 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
             )
         key = loader.construct_object(key_node)
         if key in seen:
-            named = f"key {excerpt(key)}" if getattr(loader, "quotes", True) else "a key"
+            named = f"key {excerpt(key)}" if loader.quotes else "a key"
             raise yaml.constructor.ConstructorError(None, None, f"{named} is given twice", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node)
 
 
-def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+def _construct_int(loader: _Bounded, node: yaml.ScalarNode) -> int:
     too_large = yaml.constructor.ConstructorError(
         None, None, f"an integer outside the 64-bit range (-2^{INT_BITS} to 2^{INT_BITS}-1)", node.start_mark
     )
@@ -159,7 +174,7 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return value
 
 
-def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+def _construct_str(loader: _Bounded, node: yaml.ScalarNode) -> str:
     """A string, refused when it holds a lone surrogate ("\\ud800"): no page, log or
     message could be written in UTF-8 with it."""
     value = loader.construct_scalar(node)
@@ -172,15 +187,41 @@ def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return value
 
 
-_PlainLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_PlainLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
-_PlainLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Bounded.yaml_constructors = {
+    **yaml.constructor.SafeConstructor.yaml_constructors,
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG: _construct_mapping,
+    "tag:yaml.org,2002:str": _construct_str,
+    "tag:yaml.org,2002:int": _construct_int,
+}
 
 
-class _SecretLoader(_PlainLoader):
-    """The loader of a file that holds credentials: its refusals quote no key."""
+class _PythonLoader(_Bounded, yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """Events from PyYAML's pure-Python parser: when PyYAML was built without LibYAML."""
 
-    quotes = False
+    def __init__(self, data: bytes) -> None:
+        yaml.reader.Reader.__init__(self, data)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _LibYamlLoader(_Bounded, CParser):
+        """Events from LibYAML's parser, one at a time as the composer asks."""
+
+        def __init__(self, data: bytes) -> None:
+            CParser.__init__(self, data)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    LOADER: type[_PythonLoader | _LibYamlLoader] = _LibYamlLoader
+else:  # pragma: no cover -- PyYAML's wheels bundle LibYAML
+    LOADER = _PythonLoader
 
 
 def _unquoted(problem: str) -> str:
@@ -196,7 +237,7 @@ def excerpt(value: object) -> str:
     return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 3] + "..."
 
 
-def _where(mark: yaml.Mark | None, path: tuple[str, ...] | None, secret: bool) -> str:
+def _where(mark: Any, path: tuple[str, ...] | None, secret: bool) -> str:
     """Where a refusal is: its line; in a secret file also its column and the keys that lead there."""
     if mark is None:
         return ""
@@ -211,15 +252,15 @@ def parse_yaml(text: str, *, secret: bool = False, names: Collection[str] = ()) 
     `secret`, the reason quotes nothing of the document: it says where, naming
     the keys on the way that are among `names` (the format's own), any other by
     its place."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+    data = text.encode("utf-8", "surrogatepass")  # a lone surrogate: refused by the reader, as UTF-8
+    if len(data) > MAX_BYTES:
         raise YamlError(f"larger than {MAX_BYTES} bytes")
     if text.count("\n") >= MAX_LINES:
         raise YamlError(f"more than {MAX_LINES:,} lines")
-    loader: _PlainLoader | None = None
+    loader: _Bounded | None = None
     try:
-        # A character YAML does not allow is refused as the reader is made.
-        loader = (_SecretLoader if secret else _PlainLoader)(text)
-        loader.names = names
+        loader = LOADER(data)  # the pure-Python reader refuses a character YAML does not allow here already
+        loader.begin(quotes=not secret, names=names)
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
