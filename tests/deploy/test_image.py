@@ -35,6 +35,7 @@ from registry import SIGNALS, VERSION
 from registry.values import ARTIFACTS, DEADLETTER_STREAMS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
 from tests.platform import EXPORTER_PASSWORD, Platform, at, create_platform
 from tests.scrapes import Page, parse
+from tests.waits import wait_until_sync
 
 from .conftest import REPORT
 from .files import REPO_ROOT
@@ -405,20 +406,20 @@ def test_health_follows_a_listen_address_flag_and_the_exporter_answering(
 
 def test_docker_stop_finishes_the_scrape_in_flight_and_exits_0(stack: Stack, start_exporter: Any) -> None:
     exporter = start_exporter(["serve"], stack.bridge_env(), free_port())
+    # The lock is held by a session the test ends itself: taken before the scrape, released only
+    # once the exporter has begun its graceful shutdown (its "Shutting down" line), so the scrape
+    # is in flight at SIGTERM whatever the machine's load, and then answered within uvicorn's 4 s.
     locker = subprocess.Popen(
-        [
-            "psql",
-            stack.platform.admin_url,
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            # Held 1.5 s: released before the exporter gives up waiting for it (its lock_timeout)
-            # and within uvicorn's 4 s of graceful shutdown.
-            "BEGIN; LOCK TABLE public.audit_chain_runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(1.5); COMMIT;",
-        ],
+        ["psql", stack.platform.admin_url, "-v", "ON_ERROR_STOP=1", "-q"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
+    assert locker.stdin is not None
+    locker.stdin.write("BEGIN;\nLOCK TABLE public.audit_chain_runs IN ACCESS EXCLUSIVE MODE;\n")
+    locker.stdin.flush()
+    stopper: threading.Thread | None = None
     try:
         held_query = (
             "SELECT count(*) FROM pg_locks WHERE relation = 'public.audit_chain_runs'::regclass"
@@ -432,28 +433,28 @@ def test_docker_stop_finishes_the_scrape_in_flight_and_exits_0(stack: Stack, sta
             rows = await stack.platform.fetch(query, *args)
             return int(rows[0][0])
 
-        deadline = time.monotonic() + 20
-        while not asyncio.run(count(held_query)):
-            assert time.monotonic() < deadline, "the lock was never taken"
-            time.sleep(0.05)
+        assert wait_until_sync(lambda: asyncio.run(count(held_query)) > 0, 60), "the lock was never taken"
 
         result: dict[str, Any] = {}
 
         def scrape() -> None:
-            result["response"] = httpx.get(exporter.url + "/metrics", timeout=30)
+            result["response"] = httpx.get(exporter.url + "/metrics", timeout=60)
 
         scraper = threading.Thread(target=scrape)
         scraper.start()
-        deadline = time.monotonic() + 20
-        while not asyncio.run(count(waiting_query, EXPORTER_ROLE, stack.platform.database)):
-            assert time.monotonic() < deadline, "the scrape never reached the locked table"
-            time.sleep(0.05)
+        assert wait_until_sync(
+            lambda: asyncio.run(count(waiting_query, EXPORTER_ROLE, stack.platform.database)) > 0, 60
+        ), "the scrape never reached the locked table"
         started = time.monotonic()
-        exporter.container.stop(timeout=10)
-        stop_seconds = time.monotonic() - started
-        scraper.join(timeout=30)
+        stopper = threading.Thread(target=lambda: exporter.container.stop(timeout=30))
+        stopper.start()
+        assert wait_until_sync(lambda: "Shutting down" in exporter.logs(), 60), "the exporter never began its shutdown"
     finally:
-        _out, errors = locker.communicate(timeout=30)
+        _out, errors = locker.communicate("COMMIT;\n", timeout=60)
+    assert stopper is not None
+    stopper.join(timeout=60)
+    stop_seconds = time.monotonic() - started
+    scraper.join(timeout=60)
     assert locker.returncode == 0, errors
     exporter.container.reload()
     assert exporter.container.attrs["State"]["ExitCode"] == 0, exporter.logs()
