@@ -20,6 +20,7 @@ import asyncio
 import bisect
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,11 +87,17 @@ def global_config(regionals: list[RunningProcess], rules: Path) -> dict[str, Any
     }
 
 
-def render_rules(destination: Path, retired: list[str]) -> Path:
-    """The shipped rules rendered for federation (and these retired databases), then shortened."""
-    rendered = destination.with_suffix(".full.yml")
-    rendered.write_text(rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired})))
-    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=rendered)
+def rendered_rules(retired: list[str]) -> str:
+    """The shipped rules rendered for federation (and these retired databases): seconds of CPU
+    (jsonnet releases the GIL), so the test renders them in a thread while it waits on servers."""
+    return rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired}))
+
+
+def write_rules(destination: Path, rendered: str) -> Path:
+    """The rendered rules, shortened, at `destination`."""
+    full = destination.with_suffix(".full.yml")
+    full.write_text(rendered)
+    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=full)
 
 
 async def resolve(platform: Platform, count: int) -> None:
@@ -136,6 +143,7 @@ class Federation:
     folder: Path
     rules: Path
     stack: ExitStack
+    renders: ThreadPoolExecutor
     retired: list[str] = field(default_factory=list)
     members: set[str] = field(default_factory=lambda: set(SEEDED))
     truth: Truth = field(default_factory=Truth)
@@ -167,8 +175,10 @@ class Federation:
 
 @contextmanager
 def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation]:
-    platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
     with ExitStack() as stack:
+        renders = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        first_rules = renders.submit(rendered_rules, [])
+        platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
         exporters = {
             name: stack.enter_context(
                 exporter_process(
@@ -188,13 +198,13 @@ def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation
             )
             for region, names in REGIONS.items()
         }
-        rules = render_rules(tmp_path / "rules.yml", [])
+        rules = write_rules(tmp_path / "rules.yml", first_rules.result())
         glob = stack.enter_context(
             prometheus_server(
                 global_config(list(regionals.values()), rules), folder(tmp_path, "global"), "--web.enable-lifecycle"
             )
         )
-        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack)
+        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack, renders)
 
 
 def judge(run: Federation) -> list[Phase]:
@@ -244,6 +254,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         steady = time.time()
         wait_for(lambda: evaluations_after(run, steady)() >= 15, 60, evaluations_after(run, steady))
         c_identity = run.identity("c")
+        retiring: Future[str] = run.renders.submit(rendered_rules, [c_identity])
 
         # 2. C removed from west's discovery: the total goes, OrpycamcpDatabaseVanished names C.
         run.phase("C removed from discovery")
@@ -257,7 +268,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         # 3. C retired: the total over A and B, Vanished resolved.
         run.retired.append(c_identity)
         run.members.discard("c")
-        render_rules(run.rules, run.retired)  # jsonnet: seconds on a loaded machine
+        write_rules(run.rules, retiring.result())  # rendered while C was being removed
         began = time.time()
         run.phase("C retired")
         run.reload_global()
