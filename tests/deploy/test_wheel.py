@@ -1,6 +1,7 @@
 """The wheel as `pip install` users get it: built, installed with its locked
-dependencies into a fresh virtualenv, and every command run from a directory
-outside the checkout (nothing of the source tree on the path)."""
+dependencies into a fresh virtualenv (by uv, which installs the same files from
+the same wheels), and every command run from a directory outside the checkout
+(nothing of the source tree on the path)."""
 
 from __future__ import annotations
 
