@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import yaml
 
+from devkit import mixin
 from devkit.process import RunningProcess, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
@@ -139,3 +141,17 @@ def query(prom: RunningProcess, expr: str) -> list[dict[str, Any]]:
     assert body["status"] == "success", body
     result: list[dict[str, Any]] = body["data"]["result"]
     return result
+
+
+def evaluated_beside(stack: ExitStack, *configs: Mapping[str, Any]) -> Callable[[], None]:
+    """The mixin evaluated for each of `configs` in a thread owned by `stack` (seconds of CPU
+    each; jsonnet releases the GIL), while the caller starts its servers; the function returned
+    waits for them, after which `mixin.evaluate` of these configs answers from its cache."""
+    renders = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+    futures = [renders.submit(mixin.evaluate, config) for config in configs]
+
+    def done() -> None:
+        for future in futures:
+            future.result()
+
+    return done

@@ -20,7 +20,6 @@ import asyncio
 import bisect
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import prometheus_server, query, reload_prometheus, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, reload_prometheus, wait_for
 from tests.e2e.test_ha_remote_write import (
     TOTAL,
     folder,
@@ -87,10 +86,15 @@ def global_config(regionals: list[RunningProcess], rules: Path) -> dict[str, Any
     }
 
 
+def rules_config(retired: list[str]) -> dict[str, Any]:
+    """The mixin's configuration for federation (and these retired databases): evaluated
+    beside the servers starting or the test waiting (tests/e2e/stack.py: evaluated_beside)."""
+    return {"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired}
+
+
 def rendered_rules(retired: list[str]) -> str:
-    """The shipped rules rendered for federation (and these retired databases): seconds of CPU
-    (jsonnet releases the GIL), so the test renders them in a thread while it waits on servers."""
-    return rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired}))
+    """The shipped rules rendered for federation (and these retired databases)."""
+    return rules_yaml(evaluate(rules_config(retired)))
 
 
 def write_rules(destination: Path, rendered: str) -> Path:
@@ -143,7 +147,6 @@ class Federation:
     folder: Path
     rules: Path
     stack: ExitStack
-    renders: ThreadPoolExecutor
     retired: list[str] = field(default_factory=list)
     members: set[str] = field(default_factory=lambda: set(SEEDED))
     truth: Truth = field(default_factory=Truth)
@@ -176,8 +179,7 @@ class Federation:
 @contextmanager
 def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation]:
     with ExitStack() as stack:
-        renders = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-        first_rules = renders.submit(rendered_rules, [])
+        evaluated = evaluated_beside(stack, rules_config([]))
         platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
         exporters = {
             name: stack.enter_context(
@@ -198,13 +200,14 @@ def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation
             )
             for region, names in REGIONS.items()
         }
-        rules = write_rules(tmp_path / "rules.yml", first_rules.result())
+        evaluated()
+        rules = write_rules(tmp_path / "rules.yml", rendered_rules([]))
         glob = stack.enter_context(
             prometheus_server(
                 global_config(list(regionals.values()), rules), folder(tmp_path, "global"), "--web.enable-lifecycle"
             )
         )
-        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack, renders)
+        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack)
 
 
 def judge(run: Federation) -> list[Phase]:
@@ -254,7 +257,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         steady = time.time()
         wait_for(lambda: evaluations_after(run, steady)() >= 15, 60, evaluations_after(run, steady))
         c_identity = run.identity("c")
-        retiring: Future[str] = run.renders.submit(rendered_rules, [c_identity])
+        retiring = evaluated_beside(run.stack, rules_config([c_identity]))
 
         # 2. C removed from west's discovery: the total goes, OrpycamcpDatabaseVanished names C.
         run.phase("C removed from discovery")
@@ -268,7 +271,8 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         # 3. C retired: the total over A and B, Vanished resolved.
         run.retired.append(c_identity)
         run.members.discard("c")
-        write_rules(run.rules, retiring.result())  # rendered while C was being removed
+        retiring()  # evaluated while C was being removed
+        write_rules(run.rules, rendered_rules(run.retired))
         began = time.time()
         run.phase("C retired")
         run.reload_global()

@@ -22,7 +22,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,6 +43,7 @@ from tests.e2e.stack import (
     Targets,
     active_alerts,
     alertmanager,
+    evaluated_beside,
     prometheus,
     prometheus_config,
     query,
@@ -168,9 +168,7 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
     webhook = Webhook()
     with ExitStack() as stack:
         stack.callback(webhook.close)
-        # The renders (seconds of CPU each; jsonnet releases the GIL) in a thread, while the servers start.
-        renders = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-        evaluated = [renders.submit(mixin.evaluate, config) for config in RENDERS.values()]
+        evaluated = evaluated_beside(stack, *RENDERS.values())
         east, west, _ = stack.enter_context(two_shards(pg_server))
 
         def started(platform: Platform) -> RunningProcess:
@@ -198,8 +196,7 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
                 Targets((unreachable,), {"k8s_cluster": "west"}),
             ],
         }
-        for evaluation in evaluated:
-            evaluation.result()
+        evaluated()
         rules = {job: render_rules(folder, job) for job in RENDERS}
         am = stack.enter_context(alertmanager(render_alertmanager(folder, webhook), folder))
         prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder))
