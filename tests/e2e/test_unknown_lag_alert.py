@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from redis import Redis
 
@@ -25,7 +24,7 @@ from devkit.process import RunningProcess, exporter_process
 from devkit.servers import RedisServer
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import parse_duration, write_shortened_rules
-from tests.e2e.stack import active_alerts, alertmanager, prometheus, query, wait_for
+from tests.e2e.stack import active_alerts, alertmanager, get, prometheus, query, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ALERT = "OrpycamcpStreamUndeliveredUnknown"
@@ -60,7 +59,7 @@ def stack(redis: RedisServer, tmp_path: Path) -> Iterator[tuple[Redis, RunningPr
 
 def rule_alerts(prom: RunningProcess) -> list[dict[str, Any]]:
     """The rule's alerts as Prometheus holds them now (pending or firing)."""
-    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response = get(prom.url + "/api/v1/alerts", timeout=10)
     response.raise_for_status()
     return [alert for alert in response.json()["data"]["alerts"] if alert["labels"]["alertname"] == ALERT]
 
@@ -72,7 +71,7 @@ def received(am: RunningProcess) -> list[dict[str, Any]]:
 def series_times(prom: RunningProcess, selector: str) -> dict[str, list[float]]:
     """The timestamps of every sample Prometheus holds for `selector` over the last 10 minutes,
     by the series' alertstate (or "value" when it has none)."""
-    response = httpx.get(prom.url + "/api/v1/query", params={"query": f"{selector}[10m]"}, timeout=10)
+    response = get(prom.url + "/api/v1/query", params={"query": f"{selector}[10m]"}, timeout=10)
     response.raise_for_status()
     times: dict[str, list[float]] = {}
     for series in response.json()["data"]["result"]:
