@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,25 +14,9 @@ import httpx
 import yaml
 
 from devkit import mixin
-from devkit.process import RunningProcess, running_process
+from devkit.process import RunningProcess, http_get, http_post, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
-
-# Every request of the end-to-end tests is plain HTTP on the loopback, yet httpx builds a TLS
-# context (the CA bundle loaded) for each request made without one: 55-60 ms of CPU a request,
-# most of a test's own CPU when it polls Prometheus every half second. One context, built once,
-# is handed to every request instead: 2-3 ms a request.
-_TLS = ssl.create_default_context()
-
-
-def get(url: str, **options: Any) -> httpx.Response:
-    """httpx.get without a TLS context built for the request."""
-    return httpx.get(url, verify=_TLS, **options)
-
-
-def post(url: str, **options: Any) -> httpx.Response:
-    """httpx.post without a TLS context built for the request."""
-    return httpx.post(url, verify=_TLS, **options)
 
 
 @contextmanager
@@ -120,7 +103,7 @@ def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) ->
     def ready() -> bool:
         # The port opens before the storage is: queries answer 503 until /-/ready says 200.
         try:
-            return get(f"http://127.0.0.1:{port}/-/ready", timeout=0.5).status_code == 200
+            return http_get(f"http://127.0.0.1:{port}/-/ready", timeout=0.5).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -131,12 +114,12 @@ def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) ->
 def reload_prometheus(prom: RunningProcess, document: Mapping[str, Any], folder: Path) -> None:
     """Write a new configuration and have Prometheus load it (targets, rule files)."""
     (folder / "prometheus.yml").write_text(yaml.safe_dump(dict(document), sort_keys=False))
-    response = post(prom.url + "/-/reload", timeout=30)
+    response = http_post(prom.url + "/-/reload", timeout=30)
     assert response.status_code == 200, response.text
 
 
 def active_alerts(am: RunningProcess) -> list[dict[str, Any]]:
-    response = get(am.url + "/api/v2/alerts", timeout=5)
+    response = http_get(am.url + "/api/v2/alerts", timeout=5)
     response.raise_for_status()
     alerts: list[dict[str, Any]] = response.json()
     return alerts
@@ -152,7 +135,7 @@ def wait_for(condition: Any, timeout: float, describe: Any) -> None:
 
 
 def query(prom: RunningProcess, expr: str) -> list[dict[str, Any]]:
-    response = get(prom.url + "/api/v1/query", params={"query": expr}, timeout=10)
+    response = http_get(prom.url + "/api/v1/query", params={"query": expr}, timeout=10)
     response.raise_for_status()
     body = response.json()
     assert body["status"] == "success", body

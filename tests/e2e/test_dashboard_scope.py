@@ -28,10 +28,10 @@ import pytest
 import yaml
 
 from devkit import mixin
-from devkit.process import RunningProcess, running_process
+from devkit.process import RunningProcess, http_get, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
-from tests.e2e.stack import evaluated_beside, get, query, wait_for
+from tests.e2e.stack import evaluated_beside, query, wait_for
 from tests.grafana.test_dashboard import dashboard, targets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def demo_exporter(folder: Path) -> Iterator[RunningProcess]:
 
     def serving() -> bool:
         try:
-            return get(f"http://127.0.0.1:{port}/metrics", timeout=15).status_code == 200
+            return http_get(f"http://127.0.0.1:{port}/metrics", timeout=15).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -143,7 +143,7 @@ def interpolate(expr: str, values: Mapping[str, str]) -> str:
 
 
 def label_values(prom: RunningProcess, selector: str, label: str) -> list[str]:
-    response = get(prom.url + "/api/v1/series", params={"match[]": selector}, timeout=10)
+    response = http_get(prom.url + "/api/v1/series", params={"match[]": selector}, timeout=10)
     response.raise_for_status()
     return sorted({series[label] for series in response.json()["data"] if label in series})
 

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from devkit.mixin import evaluate, rules_yaml
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import evaluated_beside, get, prometheus_server, query, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, wait_for
 from tests.platform import Platform, create_platform
 
 JOB = "orpycamcp-exporter"
@@ -103,7 +103,7 @@ def raw_samples(prom: RunningProcess, expr: str, since: float) -> dict[float, fl
 
 def rule_group_durations(prom: RunningProcess) -> dict[str, float]:
     """prometheus_rule_group_last_duration_seconds per group, from the server's own page."""
-    page = get(prom.url + "/metrics", timeout=10).text
+    page = http_get(prom.url + "/metrics", timeout=10).text
     found: dict[str, float] = {}
     for line in page.splitlines():
         if line.startswith("prometheus_rule_group_last_duration_seconds{"):
