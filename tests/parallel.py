@@ -73,29 +73,33 @@ def one_worker_at_a_time(config: pytest.Config, name: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-# The modules that took longest in the whole runs of 2026-12-05 on 2 cores (seconds of the
-# module, from `--durations`), longest first. The workers take whole modules in the order the
-# collection lists them (`--dist loadfile --no-loadscope-reorder`, scripts/test): these first,
-# so that the run does not end with one worker in a long module and the other idle, as it did
-# when pytest-xdist sent the modules with most tests first and these (one to four tests each)
-# last. Keep it to the top of the 25 slowest that every run prints.
+# The modules that took longest in the whole run of 2026-12-05 (afternoon, ci profile, 2 workers,
+# load 4-6; seconds of the module's slowest tests from `--durations`), longest first. The workers
+# take whole modules in the order the collection lists them (`--dist loadfile
+# --no-loadscope-reorder`, scripts/test): these first, so that the run does not end with one
+# worker in a long module and the other idle, as it did when pytest-xdist sent the modules with
+# most tests first and these (one to four tests each) last. Keep it to the top of the 25
+# slowest that every run prints. The images are built before the tests now (.ci/run,
+# scripts/test): their module is no longer the longest.
 LONGEST_FIRST = (
-    "tests/deploy/test_image.py",  # 100 s when it builds the images (.ci/run builds them beforehand)
-    "tests/properties/test_configurations.py",  # 85 s, three properties
-    "tests/properties/test_requests.py",  # 80 s
-    "tests/alerts/test_rules.py",  # 60 s, promtool over every rule test
-    "tests/alerts/test_mixin.py",  # 55 s
-    "tests/e2e/test_platform_totals.py",  # 50 s
-    "tests/e2e/test_alerting.py",  # 47 s
-    "tests/properties/test_bounded_work.py",  # 45 s
-    "tests/e2e/test_ha_remote_write.py",  # 42 s
-    "tests/properties/test_secrets.py",  # 38 s
-    "tests/alerts/test_mixin_lint.py",  # 30 s
-    "tests/deploy/test_wheel.py",  # 27 s
-    "tests/faults/test_redis_cluster_faults.py",  # 25 s
-    "tests/e2e/test_sharded.py",  # 23 s
-    "tests/e2e/test_dashboard_scope.py",  # 22 s
-    "tests/deploy/test_compose_up.py",  # 20 s
+    "tests/properties/test_configurations.py",  # 331 s, three properties (182, 123, 26)
+    "tests/alerts/test_rules.py",  # promtool over every rule test, one run per file (databases 51, dlq 25)
+    "tests/alerts/test_mixin.py",  # the same, renamed (databases 31, audit_chain 24)
+    "tests/e2e/test_federation.py",  # 120 s
+    "tests/e2e/test_alerting.py",  # 120 s
+    "tests/properties/test_requests.py",  # 117 s (83, 34)
+    "tests/properties/test_secrets.py",  # 114 s (69, 46)
+    "tests/properties/test_bounded_work.py",  # 79 s
+    "tests/e2e/test_dashboard_scope.py",  # 64 s
+    "tests/deploy/test_wheel.py",  # 60 s of setup (its wheel, virtualenv and installs; less with uv now)
+    "tests/alerts/test_trim_scenarios.py",  # 51 s
+    "tests/e2e/test_ha_remote_write.py",  # 49 s
+    "tests/alerts/test_mixin_lint.py",  # 79 s (52, 27), about half with go-jsonnet for the local path
+    "tests/exporter/sources/postgres/test_scale.py",  # 32 s
+    "tests/deploy/test_image.py",  # 31 s of setup with the images built beforehand, 100 s when it builds them
+    "tests/e2e/test_platform_totals.py",  # 27 s
+    "tests/e2e/test_sharded.py",  # 26 s
+    "tests/deploy/test_compose_up.py",  # 24 s
 )
 
 

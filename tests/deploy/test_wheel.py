@@ -1,6 +1,7 @@
 """The wheel as `pip install` users get it: built, installed with its locked
-dependencies into a fresh virtualenv, and every command run from a directory
-outside the checkout (nothing of the source tree on the path)."""
+dependencies into a fresh virtualenv (by uv, which installs the same files from
+the same wheels), and every command run from a directory outside the checkout
+(nothing of the source tree on the path)."""
 
 from __future__ import annotations
 
@@ -30,24 +31,21 @@ RUNTIME_LOCK = REPO_ROOT / "requirements" / "runtime.txt"
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """bin/ of a fresh virtualenv holding the built wheel and its dependencies (from the wheelhouse)."""
+    """bin/ of a fresh virtualenv holding the built wheel and its dependencies (from the wheelhouse).
+
+    Built, made and installed by uv (in the test tools' lock): the same build backend
+    builds the same wheel, and the same files are installed from it and from the
+    locked wheels, hashes checked, as pip does, in a tenth of pip's CPU time (pip:
+    about 20 s of CPU, the module's longest part)."""
     root = tmp_path_factory.mktemp("wheel")
     wheelhouse = subprocess.run(
         [str(REPO_ROOT / "scripts" / "wheelhouse")], capture_output=True, text=True, timeout=600, check=False
     )
     assert wheelhouse.returncode == 0, wheelhouse.stderr
+    uv = [str(Path(sys.executable).parent / "uv"), "--quiet", "--offline", "--no-config"]
     built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--wheel-dir",
-            str(root / "dist"),
-            str(REPO_ROOT),
-        ],
+        [*uv, "build", "--wheel", "--no-build-isolation", "--python", sys.executable, "--out-dir", str(root / "dist")],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=600,
@@ -55,13 +53,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = (root / "dist").glob("orpycamcp_exporter-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
-    pip = [str(root / "venv" / "bin" / "pip"), "install", "--quiet", "--no-index"]
+    subprocess.run([*uv, "venv", "--python", sys.executable, str(root / "venv")], check=True, timeout=300)
+    install = [*uv, "pip", "install", "--python", str(root / "venv" / "bin" / "python"), "--no-index"]
     # The dependencies as the lock pins them, hashes checked; then the wheel alone.
     locked = ["--require-hashes", "--find-links", str(REPO_ROOT / "wheels"), "-r", str(RUNTIME_LOCK)]
     for arguments in (locked, ["--no-deps", str(wheel)]):
-        install = subprocess.run([*pip, *arguments], capture_output=True, text=True, timeout=600, check=False)
-        assert install.returncode == 0, install.stderr
+        done = subprocess.run([*install, *arguments], capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
     return root / "venv" / "bin"
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 import httpx
 import yaml
 
-from devkit.process import RunningProcess, running_process
+from devkit import mixin
+from devkit.process import RunningProcess, http_get, http_post, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
 
@@ -101,7 +103,7 @@ def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) ->
     def ready() -> bool:
         # The port opens before the storage is: queries answer 503 until /-/ready says 200.
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/-/ready", timeout=0.5).status_code == 200
+            return http_get(f"http://127.0.0.1:{port}/-/ready", timeout=0.5).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -112,12 +114,12 @@ def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) ->
 def reload_prometheus(prom: RunningProcess, document: Mapping[str, Any], folder: Path) -> None:
     """Write a new configuration and have Prometheus load it (targets, rule files)."""
     (folder / "prometheus.yml").write_text(yaml.safe_dump(dict(document), sort_keys=False))
-    response = httpx.post(prom.url + "/-/reload", timeout=30)
+    response = http_post(prom.url + "/-/reload", timeout=30)
     assert response.status_code == 200, response.text
 
 
 def active_alerts(am: RunningProcess) -> list[dict[str, Any]]:
-    response = httpx.get(am.url + "/api/v2/alerts", timeout=5)
+    response = http_get(am.url + "/api/v2/alerts", timeout=5)
     response.raise_for_status()
     alerts: list[dict[str, Any]] = response.json()
     return alerts
@@ -133,9 +135,23 @@ def wait_for(condition: Any, timeout: float, describe: Any) -> None:
 
 
 def query(prom: RunningProcess, expr: str) -> list[dict[str, Any]]:
-    response = httpx.get(prom.url + "/api/v1/query", params={"query": expr}, timeout=10)
+    response = http_get(prom.url + "/api/v1/query", params={"query": expr}, timeout=10)
     response.raise_for_status()
     body = response.json()
     assert body["status"] == "success", body
     result: list[dict[str, Any]] = body["data"]["result"]
     return result
+
+
+def evaluated_beside(stack: ExitStack, *configs: Mapping[str, Any]) -> Callable[[], None]:
+    """The mixin evaluated for each of `configs` in a thread owned by `stack` (seconds of CPU
+    each; jsonnet releases the GIL), while the caller starts its servers; the function returned
+    waits for them, after which `mixin.evaluate` of these configs answers from its cache."""
+    renders = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+    futures = [renders.submit(mixin.evaluate, config) for config in configs]
+
+    def done() -> None:
+        for future in futures:
+            future.result()
+
+    return done

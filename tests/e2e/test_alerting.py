@@ -11,11 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import PostgresServer, RedisServer
 from devkit.tools import tool
 from registry.values import STREAM_GROUPS
@@ -151,7 +150,7 @@ def test_alerts_fire_are_inhibited_and_resolve(
     wait_for(lambda: empty() == [], 90, lambda: f"dashboard queries without data: {empty()}")
 
     # 3. The live scrape passes promtool's lint.
-    page = httpx.get(exporter.url + "/metrics").content
+    page = http_get(exporter.url + "/metrics").content
     lint = subprocess.run([tool("promtool"), "check", "metrics"], input=page, capture_output=True, timeout=30)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert lint.stdout + lint.stderr == b""

@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 import yaml
 
 from devkit.mixin import evaluate
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import LocalPostgres
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.alerts.shorten import write_shortened_rules
@@ -105,7 +104,7 @@ def test_a_backlog_on_its_own_cadence_beside_the_builtins(
     platform, _, prom = stack
     admin = platform.admin_url
     # Prometheus answers queries once its storage is open.
-    wait_for(lambda: httpx.get(prom.url + "/-/ready", timeout=5).status_code == 200, 60, prom.log)
+    wait_for(lambda: http_get(prom.url + "/-/ready", timeout=5).status_code == 200, 60, prom.log)
     # Each signal's TTL, as Prometheus reads it and as the rules record it.
     wait_for(lambda: query(prom, "orpycamcp:signal_ttl_seconds:max"), 60, prom.log)
     ttls = {

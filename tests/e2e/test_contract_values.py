@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from tests.alerts.shorten import write_shortened_rules
 from tests.different_platform import different_platform, edited_contract
 from tests.e2e.stack import prometheus, query, wait_for
@@ -32,7 +31,7 @@ GLOBEX_BILLING = at("2026-10-30 08:00:00")  # the oldest pending billing dead le
 
 def firing(prom: RunningProcess, name: str) -> list[dict[str, str]]:
     """The labels of the alert `name`'s firing instances, as Prometheus holds them now."""
-    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response = http_get(prom.url + "/api/v1/alerts", timeout=10)
     response.raise_for_status()
     alerts: list[dict[str, Any]] = response.json()["data"]["alerts"]
     return [a["labels"] for a in alerts if a["labels"]["alertname"] == name and a["state"] == "firing"]

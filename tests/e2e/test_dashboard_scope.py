@@ -28,10 +28,10 @@ import pytest
 import yaml
 
 from devkit import mixin
-from devkit.process import RunningProcess, running_process
+from devkit.process import RunningProcess, http_get, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
-from tests.e2e.stack import query, wait_for
+from tests.e2e.stack import evaluated_beside, query, wait_for
 from tests.grafana.test_dashboard import dashboard, targets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def demo_exporter(folder: Path) -> Iterator[RunningProcess]:
 
     def serving() -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=15).status_code == 200
+            return http_get(f"http://127.0.0.1:{port}/metrics", timeout=15).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -73,12 +73,19 @@ def demo_exporter(folder: Path) -> Iterator[RunningProcess]:
         yield running
 
 
+RULES_CONFIGS: tuple[dict[str, Any], ...] = ({}, {"orpycamcpSelector": f'job="{FOREIGN_JOB}"'})
+
+
 def recording_rules(path: Path, config: Mapping[str, Any]) -> Path:
     """The mixin's recording rules for `config`, evaluated every second, warm-up shortened."""
-    rendering = mixin.evaluate({**config, "totalsWarmUp": "1s"})
+    rendering = mixin.evaluate(shortened_warm_up(config))
     groups = [{"name": g["name"], "interval": "1s", "rules": g["rules"]} for g in rendering.rules["groups"]]
     path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
     return path
+
+
+def shortened_warm_up(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {**config, "totalsWarmUp": "1s"}
 
 
 @contextmanager
@@ -88,8 +95,8 @@ def prometheus_with_neighbours(instances: Mapping[str, str], label: str, folder:
     document = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "rule_files": [
-            str(recording_rules(folder / "own.rules.yml", {})),
-            str(recording_rules(folder / "foreign.rules.yml", {"orpycamcpSelector": f'job="{FOREIGN_JOB}"'})),
+            str(recording_rules(folder / f"{name}.rules.yml", config))
+            for name, config in zip(("own", "foreign"), RULES_CONFIGS, strict=True)
         ],
         "scrape_configs": [
             {
@@ -136,7 +143,7 @@ def interpolate(expr: str, values: Mapping[str, str]) -> str:
 
 
 def label_values(prom: RunningProcess, selector: str, label: str) -> list[str]:
-    response = httpx.get(prom.url + "/api/v1/series", params={"match[]": selector}, timeout=10)
+    response = http_get(prom.url + "/api/v1/series", params={"match[]": selector}, timeout=10)
     response.raise_for_status()
     return sorted({series[label] for series in response.json()["data"] if label in series})
 
@@ -206,8 +213,10 @@ def test_the_dashboard_shows_only_its_own_deployment(tmp_path: Path) -> None:
     config = mixin.default_config()
     label = str(config["clusterLabel"])
     with ExitStack() as stack:
+        evaluated = evaluated_beside(stack, *map(shortened_warm_up, RULES_CONFIGS))
         ports = [stack.enter_context(demo_exporter(tmp_path / name)).port for name in CLUSTERS]
         instances = {name: f"127.0.0.1:{port}" for name, port in zip(CLUSTERS, ports, strict=True)}
+        evaluated()
         prom = stack.enter_context(prometheus_with_neighbours(instances, label, tmp_path))
 
         # Both deployments' platform totals are recorded, and Prometheus' own series are there.

@@ -31,7 +31,7 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import prometheus_server, query, reload_prometheus, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, reload_prometheus, wait_for
 from tests.e2e.test_ha_remote_write import (
     TOTAL,
     folder,
@@ -86,11 +86,22 @@ def global_config(regionals: list[RunningProcess], rules: Path) -> dict[str, Any
     }
 
 
-def render_rules(destination: Path, retired: list[str]) -> Path:
-    """The shipped rules rendered for federation (and these retired databases), then shortened."""
-    rendered = destination.with_suffix(".full.yml")
-    rendered.write_text(rules_yaml(evaluate({"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired})))
-    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=rendered)
+def rules_config(retired: list[str]) -> dict[str, Any]:
+    """The mixin's configuration for federation (and these retired databases): evaluated
+    beside the servers starting or the test waiting (tests/e2e/stack.py: evaluated_beside)."""
+    return {"scrapeInterval": SAMPLES_EVERY, "retiredDatabases": retired}
+
+
+def rendered_rules(retired: list[str]) -> str:
+    """The shipped rules rendered for federation (and these retired databases)."""
+    return rules_yaml(evaluate(rules_config(retired)))
+
+
+def write_rules(destination: Path, rendered: str) -> Path:
+    """The rendered rules, shortened, at `destination`."""
+    full = destination.with_suffix(".full.yml")
+    full.write_text(rendered)
+    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=full)
 
 
 async def resolve(platform: Platform, count: int) -> None:
@@ -167,8 +178,9 @@ class Federation:
 
 @contextmanager
 def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation]:
-    platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
     with ExitStack() as stack:
+        evaluated = evaluated_beside(stack, rules_config([]))
+        platforms = {name: asyncio.run(seeded(pg_server, count)) for name, count in SEEDED.items()}
         exporters = {
             name: stack.enter_context(
                 exporter_process(
@@ -188,7 +200,8 @@ def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation
             )
             for region, names in REGIONS.items()
         }
-        rules = render_rules(tmp_path / "rules.yml", [])
+        evaluated()
+        rules = write_rules(tmp_path / "rules.yml", rendered_rules([]))
         glob = stack.enter_context(
             prometheus_server(
                 global_config(list(regionals.values()), rules), folder(tmp_path, "global"), "--web.enable-lifecycle"
@@ -244,6 +257,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         steady = time.time()
         wait_for(lambda: evaluations_after(run, steady)() >= 15, 60, evaluations_after(run, steady))
         c_identity = run.identity("c")
+        retiring = evaluated_beside(run.stack, rules_config([c_identity]))
 
         # 2. C removed from west's discovery: the total goes, OrpycamcpDatabaseVanished names C.
         run.phase("C removed from discovery")
@@ -257,7 +271,8 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         # 3. C retired: the total over A and B, Vanished resolved.
         run.retired.append(c_identity)
         run.members.discard("c")
-        render_rules(run.rules, run.retired)  # jsonnet: seconds on a loaded machine
+        retiring()  # evaluated while C was being removed
+        write_rules(run.rules, rendered_rules(run.retired))
         began = time.time()
         run.phase("C retired")
         run.reload_global()

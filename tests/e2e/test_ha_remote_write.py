@@ -24,13 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from devkit.mixin import evaluate, rules_yaml
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import prometheus_server, query, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, wait_for
 from tests.platform import Platform, create_platform
 
 JOB = "orpycamcp-exporter"
@@ -105,7 +103,7 @@ def raw_samples(prom: RunningProcess, expr: str, since: float) -> dict[float, fl
 
 def rule_group_durations(prom: RunningProcess) -> dict[str, float]:
     """prometheus_rule_group_last_duration_seconds per group, from the server's own page."""
-    page = httpx.get(prom.url + "/metrics", timeout=10).text
+    page = http_get(prom.url + "/metrics", timeout=10).text
     found: dict[str, float] = {}
     for line in page.splitlines():
         if line.startswith("prometheus_rule_group_last_duration_seconds{"):
@@ -152,12 +150,14 @@ def judge(
 def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
     pg_server: PostgresServer, tmp_path: Path
 ) -> None:
-    platform = asyncio.run(seeded(pg_server))
-    rules = rules_for_remote_write(tmp_path)
     with ExitStack() as stack:
+        evaluated = evaluated_beside(stack, {"scrapeInterval": SAMPLES_EVERY})
+        platform = asyncio.run(seeded(pg_server))
         exporter = stack.enter_context(
             exporter_process(["--database.url", platform.exporter_url, "--ttl", "1", "--deadline", "0.8"], tmp_path)
         )
+        evaluated()
+        rules = rules_for_remote_write(tmp_path)
         central = stack.enter_context(
             prometheus_server(
                 {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)]},

@@ -29,13 +29,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 import yaml
 
 from devkit import mixin
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get, http_post
 from devkit.servers import PostgresServer, RedisServer, free_port
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
@@ -43,6 +42,7 @@ from tests.e2e.stack import (
     Targets,
     active_alerts,
     alertmanager,
+    evaluated_beside,
     prometheus,
     prometheus_config,
     query,
@@ -155,7 +155,7 @@ class Stack:
 
 
 def identity_of(exporter: RunningProcess) -> str:
-    page = httpx.get(exporter.url + "/metrics", timeout=10).text
+    page = http_get(exporter.url + "/metrics", timeout=10).text
     (line,) = [line for line in page.splitlines() if line.startswith("orpycamcp_database_identity_info{")]
     return line.split('"')[1]
 
@@ -167,6 +167,7 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
     webhook = Webhook()
     with ExitStack() as stack:
         stack.callback(webhook.close)
+        evaluated = evaluated_beside(stack, *RENDERS.values())
         east, west, _ = stack.enter_context(two_shards(pg_server))
 
         def started(platform: Platform) -> RunningProcess:
@@ -194,6 +195,7 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
                 Targets((unreachable,), {"k8s_cluster": "west"}),
             ],
         }
+        evaluated()
         rules = {job: render_rules(folder, job) for job in RENDERS}
         am = stack.enter_context(alertmanager(render_alertmanager(folder, webhook), folder))
         prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder))
@@ -205,7 +207,7 @@ def values(prom: RunningProcess, expr: str, label: str) -> dict[str, float]:
 
 
 def firing(prom: RunningProcess, alertname: str, job: str) -> list[dict[str, Any]]:
-    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response = http_get(prom.url + "/api/v1/alerts", timeout=10)
     response.raise_for_status()
     return [
         alert
@@ -269,7 +271,7 @@ def test_one_cluster_label_over_two_databases_blanks_the_totals_and_says_so(stac
 
 def test_renders_loaded_together_never_touch_each_other(stack: Stack) -> None:
     prom = stack.prom
-    response = httpx.get(prom.url + "/api/v1/rules", timeout=10)
+    response = http_get(prom.url + "/api/v1/rules", timeout=10)
     response.raise_for_status()
     for group in response.json()["data"]["groups"]:
         job = Path(group["file"]).name.removesuffix(".rules.yml")
@@ -319,7 +321,7 @@ def test_a_renamed_cluster_label_inhibits_its_own_cluster_only(stack: Stack) -> 
         return {"labels": labels, "annotations": {}}
 
     posted = [value_alert("west"), value_alert("east"), value_alert("west", job="orpycamcp-exporter")]
-    httpx.post(am.url + "/api/v2/alerts", json=posted, timeout=10).raise_for_status()
+    http_post(am.url + "/api/v2/alerts", json=posted, timeout=10).raise_for_status()
 
     def posted_states() -> dict[tuple[str, str], tuple[str, int]]:
         return {
@@ -368,7 +370,7 @@ def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> No
     assert vanished["labels"]["database_identity"] == west
     assert vanished["labels"]["orpycamcp_cluster"] == "west"
     # Never partial, from the start to now: every sample is the sum over both databases.
-    response = httpx.get(
+    response = http_get(
         prom.url + "/api/v1/query_range",
         params={
             "query": f'orpycamcp:dlq_pending_events:total{{job="{job}"}}',

@@ -21,11 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import PostgresServer, RedisServer, postgres_server
 from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES, STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
@@ -256,7 +255,7 @@ def never_partial(prom: RunningProcess, start: float, end: float) -> list[str]:
     }
     for expr, values in expected.items():
         params: dict[str, str | float] = {"query": expr, "start": start, "end": end, "step": 1}
-        response = httpx.get(prom.url + "/api/v1/query_range", params=params, timeout=10)
+        response = http_get(prom.url + "/api/v1/query_range", params=params, timeout=10)
         response.raise_for_status()
         for series in response.json()["data"]["result"]:
             want = values.get(series["metric"]["origin_group"])
@@ -266,7 +265,7 @@ def never_partial(prom: RunningProcess, start: float, end: float) -> list[str]:
 
 def platform_total_unknown(prom: RunningProcess) -> dict[str, str]:
     """Firing OrpycamcpPlatformTotalUnknown alerts: signal -> description."""
-    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response = http_get(prom.url + "/api/v1/alerts", timeout=10)
     response.raise_for_status()
     return {
         alert["labels"]["signal"]: alert["annotations"]["description"]

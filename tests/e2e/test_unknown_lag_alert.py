@@ -17,11 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from redis import Redis
 
-from devkit.process import RunningProcess, exporter_process
+from devkit.process import RunningProcess, exporter_process, http_get
 from devkit.servers import RedisServer
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import parse_duration, write_shortened_rules
@@ -60,7 +59,7 @@ def stack(redis: RedisServer, tmp_path: Path) -> Iterator[tuple[Redis, RunningPr
 
 def rule_alerts(prom: RunningProcess) -> list[dict[str, Any]]:
     """The rule's alerts as Prometheus holds them now (pending or firing)."""
-    response = httpx.get(prom.url + "/api/v1/alerts", timeout=10)
+    response = http_get(prom.url + "/api/v1/alerts", timeout=10)
     response.raise_for_status()
     return [alert for alert in response.json()["data"]["alerts"] if alert["labels"]["alertname"] == ALERT]
 
@@ -72,7 +71,7 @@ def received(am: RunningProcess) -> list[dict[str, Any]]:
 def series_times(prom: RunningProcess, selector: str) -> dict[str, list[float]]:
     """The timestamps of every sample Prometheus holds for `selector` over the last 10 minutes,
     by the series' alertstate (or "value" when it has none)."""
-    response = httpx.get(prom.url + "/api/v1/query", params={"query": f"{selector}[10m]"}, timeout=10)
+    response = http_get(prom.url + "/api/v1/query", params={"query": f"{selector}[10m]"}, timeout=10)
     response.raise_for_status()
     times: dict[str, list[float]] = {}
     for series in response.json()["data"]["result"]:
