@@ -1,9 +1,13 @@
 // An example Alertmanager configuration for this deployment's alerts, from the
 // same `_config` (rendered to alerts/alertmanager.example.yml): routes,
-// grouping and inhibitions scoped by the labels the selector fixes, the cluster
-// label and the database identity, so that one cluster's outage inhibits that
-// cluster's alerts only. OrpycamcpPlatformTotalUnknown and the database alerts
-// are never inhibited: they say what the platform totals miss.
+// grouping and inhibitions scoped by the labels the selector fixes and the
+// database identity, so that one database's outage inhibits that database's
+// alerts only. An alert about one database carries its database_identity and
+// no cluster label (display only, in its texts: a relabel rename of it neither
+// re-pages nor resolves); the cluster label keys only what is not about one
+// identified database (a target, a cluster label value, a target that never
+// reported its identity). OrpycamcpPlatformTotalUnknown and the database
+// alerts are never inhibited: they say what the platform totals miss.
 local lib = import 'lib.libsonnet';
 
 {
@@ -19,7 +23,7 @@ local lib = import 'lib.libsonnet';
     global: { resolve_timeout: '5m' },
     route: {
       receiver: 'default',
-      group_by: ['alertname'] + keys + [cl, id, 'signal'],
+      group_by: ['alertname'] + keys + [id, cl, 'signal'],
       group_wait: '30s',
       group_interval: '5m',
       repeat_interval: '4h',
@@ -38,18 +42,19 @@ local lib = import 'lib.libsonnet';
     inhibit_rules: [
       // While a signal cannot be measured its value series are absent: its value
       // alerts are resolved or meaningless, and the unmeasured alert says why.
-      // The same database only (a bus alert: the same deployment, no cluster label).
+      // The same database only (a bus alert: the same deployment, no database).
       {
         source_matchers: ['alertname="OrpycamcpSignalUnmeasured"', 'orpycamcp_role="unmeasured"'] + own,
         target_matchers: ['orpycamcp_role="value"'] + own,
-        equal: keys + [cl, id, 'signal'],
+        equal: keys + [id, cl, 'signal'],
       },
-      // While a cluster's exporters are all down nothing they report can be
-      // trusted: that cluster's other alerts are suppressed, never another's.
+      // While a database's exporters are all down nothing they report can be
+      // trusted: that database's other alerts are suppressed, never another's
+      // (targets that never reported an identity: by their cluster label).
       {
         source_matchers: ['alertname="OrpycamcpExporterDown"', 'orpycamcp_role="exporter_down"'] + own,
         target_matchers: ['alertname=~"Orpycamcp.+"', neverInhibited] + own,
-        equal: keys + [cl],
+        equal: keys + [id, cl],
       },
       // No target of the deployment at all (absent() carries the selector's
       // labels only): every alert of the deployment, whatever its cluster.

@@ -5,10 +5,12 @@
 //   firing for `valueKeepFiringFor`, and OrpycamcpSignalUnmeasured inhibits
 //   them in Alertmanager (alerts/alertmanager.example.yml).
 // * Alerts read the per-database `:max` records: each fires once per database
-//   (its cluster label and database_identity in its labels), however many
-//   replicas or target labels it has; the streams alerts read the per-bus
-//   records and fire once per Redis bus. Every read of a recorded series
-//   selects the labels the selector fixes (lib.recorded).
+//   (database_identity in its labels), however many replicas or target labels
+//   it has; the streams alerts read the per-bus records and fire once per
+//   Redis bus. An alert about one database is keyed on its identity
+//   (lib.byDatabase): the cluster label is display only, named in its texts,
+//   so a relabel rename of it neither re-pages nor resolves the alert. Every
+//   read of a recorded series selects the labels the selector fixes (lib.recorded).
 // * Every alert carries `severity` and `orpycamcp_role` (exporter_down,
 //   exporter_replica_down, no_signals, unmeasured, stale, total_unknown,
 //   value). Value alerts also carry `signal`; a declared backlog's alerts take
@@ -59,11 +61,24 @@ local lib = import 'lib.libsonnet';
   local commaCluster = lib.withCluster(c, ', cluster ') + lib.withDatabase(', database ', ''),
   // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
   // read when the alert is sent: one word per reason, whatever the replicas.
+  // Keyed on a database: its targets' reasons (by their last reported identity).
   local failureReasons =
-    '{{ with printf `max by (reason) (orpycamcp_signal_failure_info%s)` (or $labels.%s ".*") $labels.signal | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}' % [
-      q(lib.selector(c, [cl + '=~%q', 'signal=%q'])),
-      cl,
-    ],
+    local words = '| query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}none reported{{ end }}';
+    std.join('', [
+      '{{ if $labels.%s }}{{ with printf `max by (reason) (%s and ignoring (reason, signal, %s) %s)` $labels.signal $labels.%s %s' % [
+        id,
+        q('orpycamcp_signal_failure_info' + lib.selector(c, ['signal=%q'])),
+        id,
+        q(lib.latestIdentity + lib.selector(c, [id + '=%q'])),
+        id,
+        words,
+      ],
+      '{{ else }}{{ with printf `max by (reason) (orpycamcp_signal_failure_info%s)` (or $labels.%s ".*") $labels.signal %s{{ end }}' % [
+        q(lib.selector(c, [cl + '=~%q', 'signal=%q'])),
+        cl,
+        words,
+      ],
+    ]),
 
   // A signal whose own TTL (orpycamcp:signal_ttl_seconds:max) is at least the
   // unmeasured alert's window, last measured completely within its TTL plus
@@ -96,8 +111,10 @@ local lib = import 'lib.libsonnet';
   } + (if forDuration == null then {} else { 'for': forDuration })
   + (if keepFiring then { keep_firing_for: c.valueKeepFiringFor } else {}),
 
+  // Keyed on the database identity, the cluster label display only (lib.byDatabase).
+  local byDatabase(expr) = lib.byDatabase(c, expr),
   local valueAlert(name, severity, signal, expr, forDuration, summary, description) =
-    alert(name, severity, 'value', expr, summary, description, { signal: signal }, forDuration, keepFiring=true),
+    alert(name, severity, 'value', byDatabase(expr), summary, description, { signal: signal }, forDuration, keepFiring=true),
 
   // An alert about the one Redis bus: it reads the per-bus records
   // (`orpycamcp:<stream family>:max`, rules.libsonnet's busRule: merged over
@@ -105,12 +122,12 @@ local lib = import 'lib.libsonnet';
   // once per bus however many clusters read it. A new stream family: add it to
   // families.libsonnet, record it with busRule, alert with busAlert.
   local busAlert(name, severity, expr, forDuration, summary, description) =
-    valueAlert(name, severity, 'streams', expr, forDuration, summary, description),
+    alert(name, severity, 'value', expr, summary, description, { signal: 'streams' }, forDuration, keepFiring=true),
 
   // A declared backlog is a signal of its own, named like the backlog.
   local backlogSignal(expr) = 'label_replace(%s, "signal", "$1", "backlog", "(.+)")' % expr,
   local backlogAlert(name, expr, forDuration, summary, description) =
-    alert(name, 'warning', 'value', expr, summary, description, forDuration=forDuration, keepFiring=true),
+    alert(name, 'warning', 'value', byDatabase(expr), summary, description, forDuration=forDuration, keepFiring=true),
   local backlogGroup = '{{ if $labels.group }}, group {{ $labels.group }},{{ end }}',
   // The pending items `steps` growth steps ago (0: now), e.g. "... offset 30m".
   local stepCount = std.parseInt(std.substr(c.backlogGrowthStep, 0, std.length(c.backlogGrowthStep) - 1)),
@@ -135,7 +152,16 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'OrpycamcpExporterDown', 'critical', 'exporter_down',
-            'max by (%s, %s) (%s) == 0' % [k, cl, up],
+            // Per database (each target's last reported identity), the cluster
+            // label display only; targets never identified, per cluster label
+            // value no identified target has (else they are its replicas that
+            // never started: OrpycamcpExporterReplicaDown).
+            '(\n%s) == 0' % byDatabase(|||
+              max by (%(k)s, %(cl)s, %(id)s) (
+                %(up)s * ignoring (%(id)s) group_left (%(id)s) %(latest)s
+                or %(up)s unless ignoring (%(id)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
+              )
+            ||| % { k: k, cl: cl, id: id, up: up, latest: lib.latestIdentity + lib.selector(c) }),
             'Every orpycamcp-exporter target is down.',
             'No target of job {{ $labels.job }}%s could be scraped for %s, so no orpycamcp signal is monitored.' % [inCluster, lib.words(c.exporterDownFor)],
             forDuration=c.exporterDownFor,
@@ -172,7 +198,7 @@ local lib = import 'lib.libsonnet';
             // measurement that long: its unmeasured state counts only once its last
             // success is older than its TTL plus the window (for a 5-minute backlog:
             // the measurement after the failed one failed too), or if it never succeeded.
-            |||
+            byDatabase(|||
               orpycamcp:signal_measured:max{signal!~"%(bus)s"} == 0
                 unless %(heldNotBus)s
               or max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
@@ -182,7 +208,7 @@ local lib = import 'lib.libsonnet';
               bus: lib.busSignals,
               heldNotBus: heldFailure('signal!~"%s"' % lib.busSignals, identity),
               heldBus: heldFailure('signal=~"%s"' % lib.busSignals, (function(series) 'max by (%s, signal) (%s)' % [k, series])),
-            },
+            }),
             'An orpycamcp signal cannot be measured; its value is unknown.',
             'Signal {{ $labels.signal }} (job {{ $labels.job }}%s) has not been measured completely by any replica for %s. Its value series are absent: the state is unknown, not zero; its value alerts are held and inhibited until it is measured again. Reason now: %s.' % [commaCluster, lib.words(c.signalUnmeasuredFor), failureReasons],
             forDuration=c.signalUnmeasuredFor,
@@ -195,20 +221,20 @@ local lib = import 'lib.libsonnet';
           // its `for` meanwhile, so the hand-over sends no false "resolved").
           alert(
             'OrpycamcpStreamsUnreadableFromCluster', 'warning', 'unmeasured',
-            |||
-              max by (%(k)s, %(cl)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
+            byDatabase(|||
+              max by (%(k)s, %(cl)s, %(id)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 0
               and on (%(k)s, signal) (
                 max by (%(k)s, signal) (orpycamcp:signal_measured:max{signal=~"%(bus)s"}) == 1
               )
-            ||| % { k: k, cl: cl, bus: lib.busSignals },
+            ||| % { k: k, cl: cl, id: id, bus: lib.busSignals }),
             'The exporters of one cluster cannot read the Redis streams that another cluster reads.',
-            'No exporter of job {{ $labels.job }}%s has measured the streams for %s, while exporters of another cluster do: the bus values now come from those alone, and if they stop, the streams become unknown. Reason now: %s.' % [lib.withCluster(c, ', cluster '), lib.words(c.streamsUnreadableFromClusterFor), failureReasons],
+            'No exporter of job {{ $labels.job }}%s has measured the streams for %s, while exporters of another cluster do: the bus values now come from those alone, and if they stop, the streams become unknown. Reason now: %s.' % [commaCluster, lib.words(c.streamsUnreadableFromClusterFor), failureReasons],
             forDuration=c.streamsUnreadableFromClusterFor,
           ) + { keep_firing_for: c.signalUnmeasuredFor },
           alert(
             'OrpycamcpSignalStale', 'critical', 'stale',
             // Counted past the signal's own TTL: a 5-minute backlog is 5 minutes old between refreshes.
-            |||
+            byDatabase(|||
               time() - %(notBus)s > %(notBusLimit)s + %(age)d
               or time() - max by (%(k)s, signal) (%(bus)s) > max by (%(k)s, signal) (%(busLimit)s) + %(age)d
             ||| % {
@@ -218,14 +244,14 @@ local lib = import 'lib.libsonnet';
               bus: last('signal=~"%s"' % lib.busSignals),
               notBusLimit: lib.plusTtl(c, last('signal!~"%s"' % lib.busSignals) + ' * 0', 'orpycamcp:signal_ttl_seconds:max'),
               busLimit: lib.plusTtl(c, last('signal=~"%s"' % lib.busSignals) + ' * 0', 'orpycamcp:signal_ttl_seconds:max'),
-            },
+            }),
             'An orpycamcp signal has not been measured successfully for a long time.',
             'The last complete measurement of signal {{ $labels.signal }} (job {{ $labels.job }}%s) is {{ $value | humanizeDuration }} old (threshold %s past its TTL).' % [commaCluster, c.signalStaleAge],
             forDuration=c.signalStaleFor,
           ),
           alert(
             'OrpycamcpDatabaseReplayLagHigh', 'warning', 'stale',
-            'orpycamcp:database_replay_lag_seconds:max > %d' % lib.seconds(c.databaseReplayLagAge),
+            byDatabase('orpycamcp:database_replay_lag_seconds:max > %d' % lib.seconds(c.databaseReplayLagAge)),
             'The standby the exporter reads from lags behind its primary.',
             'The hot standby read by job {{ $labels.job }}%s is {{ $value | humanizeDuration }} behind its primary (threshold %s): every database signal shows the platform as it was that long ago.' % [commaCluster, c.databaseReplayLagAge],
             forDuration=c.databaseReplayLagFor,
@@ -277,13 +303,13 @@ local lib = import 'lib.libsonnet';
         rules: [
           alert(
             'OrpycamcpDatabaseVanished', 'warning', 'database',
-            'group by (%(k)s, %(cl)s, %(id)s) (%(memory)s) unless on (%(k)s, %(id)s) %(scraped)s' % {
+            byDatabase('group by (%(k)s, %(cl)s, %(id)s) (%(memory)s) unless on (%(k)s, %(id)s) %(scraped)s' % {
               k: k,
               cl: cl,
               id: id,
               memory: lib.latestIdentity + lib.selector(c, if std.length(c.retiredDatabases) == 0 then [] else ['%s!~"%s"' % [id, std.join('|', c.retiredDatabases)]]),
               scraped: $.databasesScraped,
-            },
+            }),
             'A database the platform had is no longer scraped; every platform total is absent.',
             'Database {{ $labels.%s }}%s reported to job {{ $labels.job }} within the last %s and no target of the job scrapes it now (its targets left service discovery): every platform total is absent, never partial. Restore its exporter targets, or, if it was retired on purpose, add it to retiredDatabases.' % [id, lib.withCluster(c, ' (cluster ', ')'), lib.words(c.databaseMemory)],
             forDuration=c.databaseVanishedFor,

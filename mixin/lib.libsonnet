@@ -237,8 +237,44 @@
 
   runbookUrl(config, alert):: config.runbookUrlPattern % std.asciiLower(alert),
 
-  // "{{ with $labels.cluster }}<before>{{ . }}<after>{{ end }}" for the cluster label.
-  withCluster(config, before, after=''):: '{{ with $labels.%s }}%s{{ . }}%s{{ end }}' % [config.clusterLabel, before, after],
+  // "<before><cluster label value>{{ . }}<after>" for the cluster label: the
+  // alert's own, or, for an alert keyed on its database (byDatabase: no cluster
+  // label), the values its database's targets carry now (else within
+  // databaseMemory), read when the alert is sent: display only.
+  withCluster(config, before, after='')::
+    local cl = config.clusterLabel;
+    local of(record) = 'group by (%s) (%s)' % [cl, record + $.recorded(config, [cl + '!=""', $.identityLabel + '=%q'])];
+    local now = of('orpycamcp:database_identity:last_seen_timestamp_seconds');
+    local query = '%s or %s unless on () %s' % [now, of($.latestIdentity), now];
+    std.join('', [
+      '{{ with $labels.%s }}%s{{ . }}%s' % [cl, before, after],
+      '{{ else }}{{ with $labels.%s }}{{ with printf `%s` . . . | query }}' % [$.identityLabel, $.templateQuery(query)],
+      '%s{{ range $i, $c := . | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $c.Labels.%s }}{{ end }}%s' % [before, cl, cl, after],
+      '{{ end }}{{ end }}{{ end }}',
+    ]),
+
+  // An alert about one database keyed on its identity: the cluster label, a
+  // display label a relabelling may rename, is dropped from the series that
+  // carry a database_identity, so a rename (of its value or of the label)
+  // neither re-pages nor resolves the alert; withCluster names the cluster in
+  // its texts. Series of a target that never reported its identity keep the
+  // cluster label (they have nothing else to tell them apart).
+  byDatabase(config, expr)::
+    local e = std.join('\n    ', std.split(std.rstripChars(expr, '\n'), '\n'));
+    std.join('\n', [
+      'max without (%s) (' % config.clusterLabel,
+      '  (',
+      '    ' + e,
+      '  )',
+      '  unless on (%s) vector(0)' % $.identityLabel,
+      ')',
+      'or (',
+      '  (',
+      '    ' + e,
+      '  )',
+      '  and on (%s) vector(0)' % $.identityLabel,
+      ')',
+    ]) + '\n',
 
   // " (database <identity>)" when the alert names a database.
   withDatabase(before=' (database ', after=')'):: '{{ with $labels.%s }}%s{{ . }}%s{{ end }}' % [$.identityLabel, before, after],
