@@ -589,11 +589,17 @@ def test_unmeasured_does_not_inhibit_health_alerts() -> None:
 # Never inhibited: they say what the platform totals miss.
 NEVER_INHIBITED_ROLES = ("exporter_down", "total_unknown", "database")
 CLUSTER = "orpycamcp_cluster"
+IDENTITY = "database_identity"
 
 
 def same_cluster(source: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str]:
-    """`source` as it fires for the target's cluster (OrpycamcpExporterDown fires per cluster)."""
-    if source["alertname"] == "OrpycamcpExporterDown" and CLUSTER in target:
+    """`source` as it fires for the target's database (OrpycamcpExporterDown fires per database identity,
+    without the cluster label), or for the target's cluster label value if the target names no database."""
+    if source["alertname"] != "OrpycamcpExporterDown":
+        return dict(source)
+    if IDENTITY in target:
+        return {**source, IDENTITY: target[IDENTITY]}
+    if CLUSTER in target:
         return {**source, CLUSTER: target[CLUSTER]}
     return dict(source)
 
@@ -656,35 +662,70 @@ def test_grouping() -> None:
     assert alertmanager()["route"]["group_by"] == [
         "alertname",
         "job",
-        "orpycamcp_cluster",
         "database_identity",
+        "orpycamcp_cluster",
         "signal",
     ]
 
 
-def test_inhibition_stays_within_a_cluster() -> None:
-    """One cluster's exporter down or signal unmeasured never hides another cluster's alerts."""
+def database_keyed() -> set[str]:
+    """The alerts keyed on the database identity, the cluster label dropped (lib.byDatabase)."""
+    return {
+        str(rule["alert"])
+        for group in load_rules()["groups"]
+        for rule in group["rules"]
+        if "alert" in rule and f"max without ({CLUSTER}) (" in str(rule["expr"])
+    }
+
+
+def test_alerts_about_one_database_carry_its_identity_and_no_cluster_label() -> None:
+    """Wherever promtool saw one fire for an identified database: a renamed cluster label changes nothing."""
+    keyed = database_keyed()
+    assert {"OrpycamcpExporterDown", "OrpycamcpSignalUnmeasured", "OrpycamcpDlqPendingTooLong"} <= keyed
+    values = {
+        name for name, labels in fired_labels().items() if role_of(labels) == "value" and labels["signal"] != "streams"
+    }
+    assert values <= keyed
+    seen = 0
+    for expectation in expectations():
+        if expectation.alertname in keyed:
+            for firing in expectation.firing:
+                if IDENTITY in firing:
+                    assert CLUSTER not in firing, expectation.alertname
+                    seen += 1
+    assert seen > 5
+
+
+def test_inhibition_stays_within_a_database() -> None:
+    """One database's exporters down or signal unmeasured never hide another database's alerts."""
     alerts = fired_labels()
     for source_name in ("OrpycamcpExporterDown", "OrpycamcpSignalUnmeasured"):
-        source = {**alerts[source_name], "orpycamcp_cluster": "b"}
+        source = {**alerts[source_name], IDENTITY: "2/1"}
+        source.pop(CLUSTER, None)
         for target in alerts.values():
             if role_of(target) != "value":
                 continue
-            assert not inhibited({**target, "orpycamcp_cluster": "a"}, by=source), (source_name, target["alertname"])
+            assert not inhibited({**target, IDENTITY: "1/1"}, by=source), (source_name, target["alertname"])
         value = next(t for t in alerts.values() if role_of(t) == "value")
         same = {**source, "signal": value["signal"]}
-        assert inhibited({**value, "orpycamcp_cluster": "b"}, by=same), source_name
+        assert inhibited({**value, IDENTITY: "2/1"}, by=same), source_name
+    # Targets that never reported an identity: by their cluster label value.
+    down = {**alerts["OrpycamcpExporterDown"], CLUSTER: "b"}
+    down.pop(IDENTITY, None)
+    replica = alerts["OrpycamcpExporterNoSignals"]
+    assert inhibited({**replica, CLUSTER: "b"}, by=down)
+    assert not inhibited({**replica, CLUSTER: "a"}, by=down)
 
 
 def test_a_cluster_unable_to_read_the_streams_is_inhibited_by_its_own_outage_only() -> None:
-    """Its cluster's exporters all down say more; another cluster's outage, or the
+    """Its database's exporters all down say more; another database's outage, or the
     streams unmeasured, never hide it, and it hides nothing."""
     alerts = fired_labels()
     target = alerts["OrpycamcpStreamsUnreadableFromCluster"]
-    assert target[CLUSTER]
+    assert target[IDENTITY]
     down = alerts["OrpycamcpExporterDown"]
-    assert inhibited(target, by={**down, CLUSTER: target[CLUSTER]})
-    assert not inhibited(target, by={**down, CLUSTER: target[CLUSTER] + "-other"})
+    assert inhibited(target, by={**down, IDENTITY: target[IDENTITY]})
+    assert not inhibited(target, by={**down, IDENTITY: target[IDENTITY] + "0"})
     assert not inhibited(target, by={**alerts["OrpycamcpSignalUnmeasured"], "signal": "streams"})
     for other in alerts.values():
         assert not inhibited(other, by=target), other["alertname"]
