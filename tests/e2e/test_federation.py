@@ -311,11 +311,12 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         wait_for(lambda: evaluations_after(run, back)() >= 10, 60, evaluations_after(run, back))
 
         # 6. A's exporter SIGKILLed: the total goes, OrpycamcpExporterDown for east.
+        a_identity = run.identity("a")
         run.phase("exporter A killed")
         run.exporters["a"].process.kill()
         run.exporters["a"].process.wait()
         wait_for(lambda: run.total() is None, 60, run.total)
-        wait_for(lambda: run.firing("OrpycamcpExporterDown", orpycamcp_cluster="a"), 60, run.total)
+        wait_for(lambda: run.firing("OrpycamcpExporterDown", database_identity=a_identity), 60, run.total)
         began = time.time()
         asyncio.run(resolve(run.platforms["a"], 2))
         run.read_truth(began)
