@@ -589,7 +589,7 @@ def test_unmeasured_does_not_inhibit_health_alerts() -> None:
 # Never inhibited: they say what the platform totals miss.
 NEVER_INHIBITED_ROLES = ("exporter_down", "total_unknown", "database")
 CLUSTER = "orpycamcp_cluster"
-IDENTITY = "database_identity"
+IDENTITY_LABEL = "database_identity"
 
 
 def same_cluster(source: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str]:
@@ -597,8 +597,8 @@ def same_cluster(source: Mapping[str, str], target: Mapping[str, str]) -> dict[s
     without the cluster label), or for the target's cluster label value if the target names no database."""
     if source["alertname"] != "OrpycamcpExporterDown":
         return dict(source)
-    if IDENTITY in target:
-        return {**source, IDENTITY: target[IDENTITY]}
+    if IDENTITY_LABEL in target:
+        return {**source, IDENTITY_LABEL: target[IDENTITY_LABEL]}
     if CLUSTER in target:
         return {**source, CLUSTER: target[CLUSTER]}
     return dict(source)
@@ -690,7 +690,7 @@ def test_alerts_about_one_database_carry_its_identity_and_no_cluster_label() -> 
     for expectation in expectations():
         if expectation.alertname in keyed:
             for firing in expectation.firing:
-                if IDENTITY in firing:
+                if IDENTITY_LABEL in firing:
                     assert CLUSTER not in firing, expectation.alertname
                     seen += 1
     assert seen > 5
@@ -700,18 +700,18 @@ def test_inhibition_stays_within_a_database() -> None:
     """One database's exporters down or signal unmeasured never hide another database's alerts."""
     alerts = fired_labels()
     for source_name in ("OrpycamcpExporterDown", "OrpycamcpSignalUnmeasured"):
-        source = {**alerts[source_name], IDENTITY: "2/1"}
+        source = {**alerts[source_name], IDENTITY_LABEL: "2/1"}
         source.pop(CLUSTER, None)
         for target in alerts.values():
             if role_of(target) != "value":
                 continue
-            assert not inhibited({**target, IDENTITY: "1/1"}, by=source), (source_name, target["alertname"])
+            assert not inhibited({**target, IDENTITY_LABEL: "1/1"}, by=source), (source_name, target["alertname"])
         value = next(t for t in alerts.values() if role_of(t) == "value")
         same = {**source, "signal": value["signal"]}
-        assert inhibited({**value, IDENTITY: "2/1"}, by=same), source_name
+        assert inhibited({**value, IDENTITY_LABEL: "2/1"}, by=same), source_name
     # Targets that never reported an identity: by their cluster label value.
     down = {**alerts["OrpycamcpExporterDown"], CLUSTER: "b"}
-    down.pop(IDENTITY, None)
+    down.pop(IDENTITY_LABEL, None)
     replica = alerts["OrpycamcpExporterNoSignals"]
     assert inhibited({**replica, CLUSTER: "b"}, by=down)
     assert not inhibited({**replica, CLUSTER: "a"}, by=down)
@@ -722,10 +722,10 @@ def test_a_cluster_unable_to_read_the_streams_is_inhibited_by_its_own_outage_onl
     streams unmeasured, never hide it, and it hides nothing."""
     alerts = fired_labels()
     target = alerts["OrpycamcpStreamsUnreadableFromCluster"]
-    assert target[IDENTITY]
+    assert target[IDENTITY_LABEL]
     down = alerts["OrpycamcpExporterDown"]
-    assert inhibited(target, by={**down, IDENTITY: target[IDENTITY]})
-    assert not inhibited(target, by={**down, IDENTITY: target[IDENTITY] + "0"})
+    assert inhibited(target, by={**down, IDENTITY_LABEL: target[IDENTITY_LABEL]})
+    assert not inhibited(target, by={**down, IDENTITY_LABEL: target[IDENTITY_LABEL] + "0"})
     assert not inhibited(target, by={**alerts["OrpycamcpSignalUnmeasured"], "signal": "streams"})
     for other in alerts.values():
         assert not inhibited(other, by=target), other["alertname"]
