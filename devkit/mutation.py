@@ -27,6 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # Module -> the fast-tier tests that exercise it (tests mirror the package).
 TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/validate.py": ("tests/exporter/test_validate.py", "tests/exporter/test_outcomes.py"),
+    # The samples' layout (one family's values, a measurement's families in order).
+    "exporter/samples.py": (
+        "tests/exporter/test_samples.py",
+        "tests/exporter/test_validate.py",
+        "tests/exporter/exposition/test_assemble.py",
+    ),
     "exporter/exposition/text.py": ("tests/exporter/exposition/test_text.py",),
     "exporter/exposition/assemble.py": ("tests/exporter/exposition/test_assemble.py",),
     # The rule on the values servers report; the servers themselves: postgres/test_standby.py, redis/test_replica.py.
@@ -48,6 +54,12 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/sources/postgres/source.py": (
         "tests/exporter/sources/postgres/test_source.py",
         "tests/exporter/sources/postgres/test_pool_modes.py",
+    ),
+    # The Redis reader's replica path (with --only, `RedisStreams._read`: INFO replication in the
+    # reading's pipeline, the link it gives, the staleness rule applied before the replies are read).
+    "exporter/sources/redis/source.py": (
+        "tests/exporter/sources/redis/test_replica.py",
+        "tests/exporter/sources/redis/test_source.py",
     ),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
     "exporter/signals/streams.py": (

@@ -52,3 +52,12 @@ def test_a_completed_family_keeps_the_registrys_own_label_tuples() -> None:
     (part,) = [part for part in completed.parts if part.family == PENDING]
     assert part.combinations is family.combinations
     assert dict(zip(part.combinations, part.values, strict=True))[("workflow-service",)] == 2.0
+
+
+def test_samples_show_what_they_hold_when_printed() -> None:
+    # What an assertion or a log line shows of them: one family's count, a measurement's samples.
+    part = FamilyValues("f", (("a",), ("b",)), (1.0, 2.5))
+    assert repr(part) == "FamilyValues('f', 2 samples)"
+    assert repr(CompletedSamples([part])) == (
+        "CompletedSamples([Sample(family='f', labels=('a',), value=1.0), Sample(family='f', labels=('b',), value=2.5)])"
+    )
