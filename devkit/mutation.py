@@ -61,6 +61,9 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/exporter/sources/redis/test_replica.py",
         "tests/exporter/sources/redis/test_source.py",
     ),
+    # Which master the reader trusts behind sentinels (with --only, `AgreeingSentinel` and
+    # `SentinelClients`), on real sentinels; failovers: tests/faults/test_redis_sentinel.py.
+    "exporter/sources/redis/clients.py": ("tests/exporter/sources/redis/test_sentinel.py",),
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
     "exporter/signals/streams.py": (
         "tests/exporter/signals/test_streams.py",

@@ -1,0 +1,158 @@
+"""Which master the Redis reader trusts behind sentinels, asked of real ones: a
+deployment of three sentinels, an impostor sentinel naming another master under
+the same service name, and ports nobody listens on. What the reader says is
+where reads go (diagnose's line) or the typed error naming every sentinel's
+answer. The failovers themselves: tests/faults/test_redis_sentinel.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from devkit.redis_sentinel import SERVICE, SentinelDeployment, start_sentinel_deployment
+from devkit.servers import ServerUnavailable, free_port
+from exporter.errors import (
+    SentinelsDisagree,
+    SentinelServiceUnknown,
+    SentinelsRefusedCredentials,
+    SentinelsTooFew,
+    SentinelsUnreachable,
+)
+from tests.redis_streams import streams_source
+
+pytestmark = pytest.mark.anyio
+
+PASSWORD = "data-Pw7"
+SENTINEL_PASSWORD = "watch-Pw9"
+
+
+def _started(sentinels: int) -> SentinelDeployment:
+    try:
+        return start_sentinel_deployment(PASSWORD, SENTINEL_PASSWORD, sentinels=sentinels)
+    except ServerUnavailable as exc:
+        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[SentinelDeployment]:
+    started = _started(3)
+    yield started
+    started.remove()
+
+
+@pytest.fixture(scope="module")
+def impostor() -> Iterator[SentinelDeployment]:
+    """Another master with a sentinel of its own, monitoring it under the same service name."""
+    started = _started(1)
+    yield started
+    started.remove()
+
+
+def url_of(*sentinels: int, service: str = SERVICE, sentinel_password: str = SENTINEL_PASSWORD) -> str:
+    hosts = ",".join(f"127.0.0.1:{port}" for port in sentinels)
+    return f"redis+sentinel://:{PASSWORD}@{hosts}/{service}?sentinel_password={sentinel_password}"
+
+
+async def where(url: str, majority: str = "configured") -> str | None:
+    source = streams_source(url, sentinel_majority=majority)
+    try:
+        return await source.where_reads_go()
+    finally:
+        await source.close()
+
+
+def named(deployment: SentinelDeployment) -> str:
+    return f"the sentinels name master 127.0.0.1:{deployment.master.port} for service {SERVICE!r}"
+
+
+def says(sentinel: int, master: SentinelDeployment) -> tuple[str, str]:
+    return (f"sentinel 127.0.0.1:{sentinel}", f"names 127.0.0.1:{master.master.port}")
+
+
+async def test_a_sentinel_naming_another_master_is_outvoted(
+    deployment: SentinelDeployment, impostor: SentinelDeployment
+) -> None:
+    wrong = impostor.sentinels[0].port
+    right = [sentinel.port for sentinel in deployment.sentinels]
+    assert await where(url_of(wrong, *right)) == named(deployment)
+    assert await where(url_of(*right, wrong)) == named(deployment)
+    assert await where(url_of(right[0])) == named(deployment)
+
+
+async def test_one_against_one_is_a_disagreement_naming_each_answer(
+    deployment: SentinelDeployment, impostor: SentinelDeployment
+) -> None:
+    wrong, right = impostor.sentinels[0].port, deployment.sentinels[0].port
+    for majority in ("configured", "answering"):
+        with pytest.raises(SentinelsDisagree) as raised:
+            await where(url_of(wrong, right), majority)
+        assert raised.value.service == SERVICE
+        assert raised.value.votes == (says(wrong, impostor), says(right, deployment))
+
+
+async def test_two_of_four_configured_are_no_majority_but_two_of_three_answering_are(
+    deployment: SentinelDeployment, impostor: SentinelDeployment
+) -> None:
+    wrong = impostor.sentinels[0].port
+    right = [sentinel.port for sentinel in deployment.sentinels[:2]]
+    silent = free_port()
+    url = url_of(wrong, *right, silent)
+    with pytest.raises(SentinelsDisagree) as raised:
+        await where(url)
+    votes = raised.value.votes
+    assert votes[:3] == (says(wrong, impostor), says(right[0], deployment), says(right[1], deployment))
+    assert len(votes) == 4
+    assert votes[3][0] == f"sentinel 127.0.0.1:{silent}"
+    assert votes[3][1].startswith("did not answer (ConnectionError: ")
+    assert await where(url, "answering") == named(deployment)
+
+
+async def test_one_master_named_by_too_few_of_those_configured(deployment: SentinelDeployment) -> None:
+    right = deployment.sentinels[0].port
+    silent = [free_port(), free_port()]
+    url = url_of(right, *silent)
+    with pytest.raises(SentinelsTooFew) as raised:
+        await where(url)
+    assert raised.value.configured == 3
+    assert raised.value.answers[0] == says(right, deployment)
+    assert [sentinel for sentinel, _ in raised.value.answers[1:]] == [f"sentinel 127.0.0.1:{port}" for port in silent]
+    assert all(answer.startswith("did not answer (ConnectionError: ") for _, answer in raised.value.answers[1:])
+    # Of those answering, the one that did is a majority.
+    assert await where(url, "answering") == named(deployment)
+    # Two configured, one silent: one of two is no strict majority, and nobody knows.
+    with pytest.raises(SentinelsTooFew) as raised:
+        await where(url_of(right, silent[0]))
+    assert raised.value.configured == 2
+
+
+async def test_a_service_no_sentinel_monitors_names_those_they_do(deployment: SentinelDeployment) -> None:
+    right = [sentinel.port for sentinel in deployment.sentinels]
+    for ports in (right, [*right[:2], free_port()]):
+        with pytest.raises(SentinelServiceUnknown) as raised:
+            await where(url_of(*ports, service="nosuch"))
+        assert raised.value.service == "nosuch"
+        assert raised.value.known == (SERVICE,)
+
+
+async def test_no_sentinel_answering_names_each_one() -> None:
+    silent = [free_port(), free_port()]
+    with pytest.raises(SentinelsUnreachable) as raised:
+        await where(url_of(*silent))
+    assert type(raised.value) is SentinelsUnreachable
+    assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in silent]
+    assert all(problem.startswith("ConnectionError: ") for _, problem in raised.value.attempts)
+
+
+async def test_sentinels_refusing_the_credentials_are_told_from_unreachable_ones(
+    deployment: SentinelDeployment,
+) -> None:
+    right = [sentinel.port for sentinel in deployment.sentinels]
+    with pytest.raises(SentinelsRefusedCredentials) as raised:
+        await where(url_of(*right, sentinel_password="not-it"))
+    assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in right]
+    assert all(problem.startswith("AuthenticationError: ") for _, problem in raised.value.attempts)
+    # One refusing, one silent: not every sentinel refused, so none is said to have.
+    with pytest.raises(SentinelsUnreachable) as unreachable:
+        await where(url_of(right[0], free_port(), sentinel_password="not-it"))
+    assert type(unreachable.value) is SentinelsUnreachable
