@@ -6,20 +6,33 @@ answer. The failovers themselves: tests/faults/test_redis_sentinel.py."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import redis
 
-from devkit.redis_sentinel import SERVICE, SentinelDeployment, start_sentinel_deployment
+from devkit.redis_sentinel import (
+    SERVICE,
+    SentinelDeployment,
+    SentinelProcess,
+    sentinel_config,
+    start_sentinel_deployment,
+)
 from devkit.servers import ServerUnavailable, free_port
 from exporter.errors import (
+    SentinelNoMaster,
     SentinelsDisagree,
     SentinelServiceUnknown,
     SentinelsRefusedCredentials,
     SentinelsTooFew,
     SentinelsUnreachable,
 )
+from exporter.tools.throwaway import redis_binary
 from tests.redis_streams import streams_source
+from tests.waits import wait_until_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +60,31 @@ def impostor() -> Iterator[SentinelDeployment]:
     started = _started(1)
     yield started
     started.remove()
+
+
+@pytest.fixture(scope="module")
+def watchers() -> Iterator[tuple[SentinelProcess, int, SentinelProcess]]:
+    """A sentinel whose master of the service is down (nobody listens on its port),
+    seen down, and that port; and a sentinel monitoring nothing."""
+    base = Path(tempfile.mkdtemp(prefix="orpycamcp-sentinel-"))
+    down, bare = (SentinelProcess(base / name, free_port(), redis_binary()) for name in ("down", "bare"))
+    try:
+        for process in (down, bare):
+            process.base.mkdir()
+        gone = free_port()
+        down.start(sentinel_config(down.port, gone, PASSWORD, SENTINEL_PASSWORD))
+        bare.start(f"port {bare.port}\nbind 127.0.0.1\nprotected-mode no\nrequirepass {SENTINEL_PASSWORD}\n")
+
+        def seen_down() -> bool:
+            with redis.Redis(port=down.port, password=SENTINEL_PASSWORD, decode_responses=True) as client:
+                return bool(client.sentinel_master(SERVICE)["is_sdown"])
+
+        assert wait_until_sync(seen_down, 30), "the sentinel never saw its master down"
+        yield down, gone, bare
+    finally:
+        down.stop()
+        bare.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def url_of(*sentinels: int, service: str = SERVICE, sentinel_password: str = SENTINEL_PASSWORD) -> str:
@@ -156,3 +194,37 @@ async def test_sentinels_refusing_the_credentials_are_told_from_unreachable_ones
     with pytest.raises(SentinelsUnreachable) as unreachable:
         await where(url_of(right[0], free_port(), sentinel_password="not-it"))
     assert type(unreachable.value) is SentinelsUnreachable
+
+
+def seen_down(state: str, sentinel: int, master: int) -> bool:
+    """`state` says the sentinel sees the master down (the flags in the sentinel's order)."""
+    seen, _, flags = state.rpartition(" as ")
+    return seen == f"sentinel 127.0.0.1:{sentinel} sees 127.0.0.1:{master}" and {"master", "s_down"} <= set(
+        flags.split(",")
+    )
+
+
+async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
+    deployment: SentinelDeployment, watchers: tuple[SentinelProcess, int, SentinelProcess]
+) -> None:
+    down, gone, bare = watchers
+    with pytest.raises(SentinelNoMaster) as raised:
+        await where(url_of(down.port, bare.port))
+    assert raised.value.service == SERVICE
+    (state,) = raised.value.states
+    assert seen_down(state, down.port, gone)
+    # A vote for no master up: one master named of two answering is no majority.
+    right = deployment.sentinels[0].port
+    with pytest.raises(SentinelNoMaster) as raised:
+        await where(url_of(right, down.port, bare.port), "answering")
+    assert raised.value.states[0] == f"sentinel 127.0.0.1:{right} sees 127.0.0.1:{deployment.master.port} as master"
+    assert seen_down(raised.value.states[1], down.port, gone)
+
+
+async def test_sentinels_monitoring_nothing_know_no_service(
+    watchers: tuple[SentinelProcess, int, SentinelProcess],
+) -> None:
+    _, _, bare = watchers
+    with pytest.raises(SentinelServiceUnknown) as raised:
+        await where(url_of(bare.port))
+    assert raised.value.known == ()
