@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
-from exporter.errors import Closed
+from exporter.errors import Closed, RedisPermissionDenied
 from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -74,6 +74,7 @@ async def test_a_failed_connection_is_not_retried(redis: LocalRedis) -> None:
             await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
         assert time.monotonic() - started < 1.0
         assert proxy.connections == 1
+        assert streams.replica_link is None  # not read: no replica gauge
     finally:
         await streams.close()
         await proxy.close()
@@ -100,3 +101,28 @@ async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis
         assert await exporter_clients(db) == []
     finally:
         await streams.close()
+
+
+async def test_info_refused_is_redis_refusing_info_in_its_masked_words(redis: LocalRedis, db: Redis) -> None:
+    # An ACL user that may read the streams but not INFO: the replica check cannot be made.
+    user, password = "streams-only", "no-Info-Pw3"
+    await db.acl_setuser(user, enabled=True, passwords=[f"+{password}"], keys=["*"], commands=["+@all", "-info"])
+    streams = RedisStreams(
+        RedisSettings(
+            f"redis://{user}:{password}@127.0.0.1:{redis.port}/0",
+            replica_max_staleness=60,
+            sentinel_majority="configured",
+        ),
+        Timeouts(2.0),
+    )
+    try:
+        with pytest.raises(RedisPermissionDenied) as raised:
+            await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
+        assert raised.value.command == "INFO"
+        assert raised.value.key is None
+        assert user not in raised.value.server_message  # the user name of the URL, masked
+        assert "'info' command" in raised.value.server_message
+        assert streams.replica_link is None
+    finally:
+        await streams.close()
+        await db.acl_deluser(user)
