@@ -157,6 +157,7 @@ async def test_a_replica_that_never_synchronised_is_unmeasured_at_once() -> None
             assert last.failure is not None
             assert last.failure.reason is Reason.REPLICA_STALE
             assert "never synchronised" in last.failure.detail
+            assert f"Redis replica 127.0.0.1:{orphan.port}: " in last.failure.detail
         finally:
             await exporter.close()
     finally:

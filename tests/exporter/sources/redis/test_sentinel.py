@@ -178,6 +178,7 @@ async def test_no_sentinel_answering_names_each_one() -> None:
     with pytest.raises(SentinelsUnreachable) as raised:
         await where(url_of(*silent))
     assert type(raised.value) is SentinelsUnreachable
+    assert raised.value.service == SERVICE
     assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in silent]
     assert all(problem.startswith("ConnectionError: ") for _, problem in raised.value.attempts)
 
@@ -188,6 +189,7 @@ async def test_sentinels_refusing_the_credentials_are_told_from_unreachable_ones
     right = [sentinel.port for sentinel in deployment.sentinels]
     with pytest.raises(SentinelsRefusedCredentials) as raised:
         await where(url_of(*right, sentinel_password="not-it"))
+    assert raised.value.service == SERVICE
     assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in right]
     assert all(problem.startswith("AuthenticationError: ") for _, problem in raised.value.attempts)
     # One refusing, one silent: not every sentinel refused, so none is said to have.
