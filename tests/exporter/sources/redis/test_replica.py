@@ -13,9 +13,12 @@ import redis
 from devkit.redis_cluster import ReplicaPair, start_redis_with, start_replica_pair
 from devkit.servers import ServerUnavailable, free_port
 from devkit.streams import create_stream_groups_at
+from exporter.errors import ReplicaStale
 from exporter.reasons import Reason
-from registry.values import DEADLETTER_STREAMS
+from exporter.sources.redis.source import StreamsQuery
+from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
 from tests.clock import FakeClock
+from tests.redis_streams import streams_source
 from tests.scrapes import STREAMS_PREFIX, make_exporter, scrape, value_series
 from tests.waits import wait_until_sync
 
@@ -160,6 +163,14 @@ async def test_a_replica_that_never_synchronised_is_unmeasured_at_once() -> None
             assert f"Redis replica 127.0.0.1:{orphan.port}: " in last.failure.detail
         finally:
             await exporter.close()
+        # The reader names the signal it reads for (a declared stream signal has its own name).
+        source = streams_source(url(orphan.port))
+        try:
+            with pytest.raises(ReplicaStale) as raised:
+                await source.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS), signal="payments")
+            assert raised.value.signal == "payments"
+        finally:
+            await source.close()
     finally:
         orphan.remove()
 

@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
-from exporter.errors import Closed, RedisPermissionDenied
+from exporter.errors import Closed, RedisGroupMissing, RedisPermissionDenied
 from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
@@ -126,3 +126,17 @@ async def test_info_refused_is_redis_refusing_info_in_its_masked_words(redis: Lo
     finally:
         await streams.close()
         await db.acl_deluser(user)
+
+
+async def test_a_declared_group_missing_is_the_first_error_reply_raised(redis: LocalRedis, db: Redis) -> None:
+    (stream, group), *_ = STREAM_GROUPS
+    await db.xgroup_destroy(stream, group)
+    streams = RedisStreams(
+        RedisSettings(redis.url, replica_max_staleness=60, sentinel_majority="configured"), Timeouts(2.0)
+    )
+    try:
+        with pytest.raises(RedisGroupMissing) as raised:
+            await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
+        assert (raised.value.stream, raised.value.group) == (stream, group)
+    finally:
+        await streams.close()
