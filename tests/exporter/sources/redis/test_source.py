@@ -123,6 +123,13 @@ async def test_info_refused_is_redis_refusing_info_in_its_masked_words(redis: Lo
         assert user not in raised.value.server_message  # the user name of the URL, masked
         assert "'info' command" in raised.value.server_message
         assert streams.replica_link is None
+        # Allowed INFO, refused XPENDING: the first command's refusal, in place in the replies, masked alike.
+        await db.acl_setuser(user, commands=["+info", "-xpending"])
+        with pytest.raises(RedisPermissionDenied) as raised:
+            await streams.read(StreamsQuery(STREAM_GROUPS, DEADLETTER_STREAMS))
+        assert (raised.value.command, raised.value.key) == ("XPENDING", STREAM_GROUPS[0][0])
+        assert user not in raised.value.server_message
+        assert "'xpending' command" in raised.value.server_message
     finally:
         await streams.close()
         await db.acl_deluser(user)
