@@ -60,6 +60,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/sources/redis/source.py": (
         "tests/exporter/sources/redis/test_replica.py",
         "tests/exporter/sources/redis/test_source.py",
+        # The cluster's branch of the same function (a cluster's masters are read, never a replica).
+        "tests/exporter/sources/redis/test_cluster.py",
     ),
     # Which master the reader trusts behind sentinels (with --only, `AgreeingSentinel` and
     # `SentinelClients`), on real sentinels; failovers: tests/faults/test_redis_sentinel.py.
