@@ -22,7 +22,7 @@ from devkit.redis_sentinel import (
     start_sentinel_deployment,
 )
 from devkit.servers import ServerUnavailable, free_port
-from exporter.errors import (
+from exporter.sources.redis.errors import (
     SentinelNoMaster,
     SentinelsDisagree,
     SentinelServiceUnknown,

@@ -12,7 +12,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from devkit.round_trips import RoundTripProxy as Proxy
 from devkit.servers import LocalRedis
 from devkit.streams import create_stream_groups
-from exporter.errors import Closed, RedisGroupMissing, RedisPermissionDenied
+from exporter.errors import Closed
+from exporter.sources.redis.errors import RedisGroupMissing, RedisPermissionDenied
 from exporter.sources.redis.source import RedisSettings, RedisStreams, StreamsQuery
 from exporter.timeouts import Timeouts
 from registry.values import DEADLETTER_STREAMS, STREAM_GROUPS
