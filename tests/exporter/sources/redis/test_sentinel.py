@@ -22,14 +22,7 @@ from devkit.redis_sentinel import (
     start_sentinel_deployment,
 )
 from devkit.servers import ServerUnavailable, free_port
-from exporter.sources.redis.errors import (
-    SentinelNoMaster,
-    SentinelsDisagree,
-    SentinelServiceUnknown,
-    SentinelsRefusedCredentials,
-    SentinelsTooFew,
-    SentinelsUnreachable,
-)
+from exporter.sources.redis import errors
 from exporter.tools.throwaway import redis_binary
 from tests.redis_streams import streams_source
 from tests.waits import wait_until_sync
@@ -123,7 +116,7 @@ async def test_one_against_one_is_a_disagreement_naming_each_answer(
 ) -> None:
     wrong, right = impostor.sentinels[0].port, deployment.sentinels[0].port
     for majority in ("configured", "answering"):
-        with pytest.raises(SentinelsDisagree) as raised:
+        with pytest.raises(errors.SentinelsDisagree) as raised:
             await where(url_of(wrong, right), majority)
         assert raised.value.service == SERVICE
         assert raised.value.votes == (says(wrong, impostor), says(right, deployment))
@@ -136,7 +129,7 @@ async def test_two_of_four_configured_are_no_majority_but_two_of_three_answering
     right = [sentinel.port for sentinel in deployment.sentinels[:2]]
     silent = free_port()
     url = url_of(wrong, *right, silent)
-    with pytest.raises(SentinelsDisagree) as raised:
+    with pytest.raises(errors.SentinelsDisagree) as raised:
         await where(url)
     votes = raised.value.votes
     assert votes[:3] == (says(wrong, impostor), says(right[0], deployment), says(right[1], deployment))
@@ -150,7 +143,7 @@ async def test_one_master_named_by_too_few_of_those_configured(deployment: Senti
     right = deployment.sentinels[0].port
     silent = [free_port(), free_port()]
     url = url_of(right, *silent)
-    with pytest.raises(SentinelsTooFew) as raised:
+    with pytest.raises(errors.SentinelsTooFew) as raised:
         await where(url)
     assert raised.value.configured == 3
     assert raised.value.answers[0] == says(right, deployment)
@@ -159,7 +152,7 @@ async def test_one_master_named_by_too_few_of_those_configured(deployment: Senti
     # Of those answering, the one that did is a majority.
     assert await where(url, "answering") == named(deployment)
     # Two configured, one silent: one of two is no strict majority, and nobody knows.
-    with pytest.raises(SentinelsTooFew) as raised:
+    with pytest.raises(errors.SentinelsTooFew) as raised:
         await where(url_of(right, silent[0]))
     assert raised.value.configured == 2
 
@@ -167,7 +160,7 @@ async def test_one_master_named_by_too_few_of_those_configured(deployment: Senti
 async def test_a_service_no_sentinel_monitors_names_those_they_do(deployment: SentinelDeployment) -> None:
     right = [sentinel.port for sentinel in deployment.sentinels]
     for ports in (right, [*right[:2], free_port()]):
-        with pytest.raises(SentinelServiceUnknown) as raised:
+        with pytest.raises(errors.SentinelServiceUnknown) as raised:
             await where(url_of(*ports, service="nosuch"))
         assert raised.value.service == "nosuch"
         assert raised.value.known == (SERVICE,)
@@ -175,9 +168,9 @@ async def test_a_service_no_sentinel_monitors_names_those_they_do(deployment: Se
 
 async def test_no_sentinel_answering_names_each_one() -> None:
     silent = [free_port(), free_port()]
-    with pytest.raises(SentinelsUnreachable) as raised:
+    with pytest.raises(errors.SentinelsUnreachable) as raised:
         await where(url_of(*silent))
-    assert type(raised.value) is SentinelsUnreachable
+    assert type(raised.value) is errors.SentinelsUnreachable
     assert raised.value.service == SERVICE
     assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in silent]
     assert all(problem.startswith("ConnectionError: ") for _, problem in raised.value.attempts)
@@ -187,15 +180,15 @@ async def test_sentinels_refusing_the_credentials_are_told_from_unreachable_ones
     deployment: SentinelDeployment,
 ) -> None:
     right = [sentinel.port for sentinel in deployment.sentinels]
-    with pytest.raises(SentinelsRefusedCredentials) as raised:
+    with pytest.raises(errors.SentinelsRefusedCredentials) as raised:
         await where(url_of(*right, sentinel_password="not-it"))
     assert raised.value.service == SERVICE
     assert [sentinel for sentinel, _ in raised.value.attempts] == [f"sentinel 127.0.0.1:{port}" for port in right]
     assert all(problem.startswith("AuthenticationError: ") for _, problem in raised.value.attempts)
     # One refusing, one silent: not every sentinel refused, so none is said to have.
-    with pytest.raises(SentinelsUnreachable) as unreachable:
+    with pytest.raises(errors.SentinelsUnreachable) as unreachable:
         await where(url_of(right[0], free_port(), sentinel_password="not-it"))
-    assert type(unreachable.value) is SentinelsUnreachable
+    assert type(unreachable.value) is errors.SentinelsUnreachable
 
 
 def seen_down(state: str, sentinel: int, master: int) -> bool:
@@ -210,14 +203,14 @@ async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
     deployment: SentinelDeployment, watchers: tuple[SentinelProcess, int, SentinelProcess]
 ) -> None:
     down, gone, bare = watchers
-    with pytest.raises(SentinelNoMaster) as raised:
+    with pytest.raises(errors.SentinelNoMaster) as raised:
         await where(url_of(down.port, bare.port))
     assert raised.value.service == SERVICE
     (state,) = raised.value.states
     assert seen_down(state, down.port, gone)
     # A vote for no master up: one master named of two answering is no majority.
     right = deployment.sentinels[0].port
-    with pytest.raises(SentinelNoMaster) as raised:
+    with pytest.raises(errors.SentinelNoMaster) as raised:
         await where(url_of(right, down.port, bare.port), "answering")
     assert raised.value.states[0] == f"sentinel 127.0.0.1:{right} sees 127.0.0.1:{deployment.master.port} as master"
     assert seen_down(raised.value.states[1], down.port, gone)
@@ -227,6 +220,6 @@ async def test_sentinels_monitoring_nothing_know_no_service(
     watchers: tuple[SentinelProcess, int, SentinelProcess],
 ) -> None:
     _, _, bare = watchers
-    with pytest.raises(SentinelServiceUnknown) as raised:
+    with pytest.raises(errors.SentinelServiceUnknown) as raised:
         await where(url_of(bare.port))
     assert raised.value.known == ()
