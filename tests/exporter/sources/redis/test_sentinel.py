@@ -217,9 +217,12 @@ async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
 
 
 async def test_sentinels_monitoring_nothing_know_no_service(
-    watchers: tuple[SentinelProcess, int, SentinelProcess],
+    deployment: SentinelDeployment, watchers: tuple[SentinelProcess, int, SentinelProcess]
 ) -> None:
     _, _, bare = watchers
     with pytest.raises(errors.SentinelServiceUnknown) as raised:
         await where(url_of(bare.port))
     assert raised.value.known == ()
+    # Listed first, it casts no vote; the sentinels after it do.
+    right = [sentinel.port for sentinel in deployment.sentinels]
+    assert await where(url_of(bare.port, *right)) == named(deployment)
