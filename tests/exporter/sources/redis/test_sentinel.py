@@ -200,7 +200,7 @@ def seen_down(state: str, sentinel: int, master: int) -> bool:
 
 
 async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
-    deployment: SentinelDeployment, watchers: tuple[SentinelProcess, int, SentinelProcess]
+    deployment: SentinelDeployment, impostor: SentinelDeployment, watchers: tuple[SentinelProcess, int, SentinelProcess]
 ) -> None:
     down, gone, bare = watchers
     with pytest.raises(errors.SentinelNoMaster) as raised:
@@ -214,6 +214,11 @@ async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
         await where(url_of(right, down.port, bare.port), "answering")
     assert raised.value.states[0] == f"sentinel 127.0.0.1:{right} sees 127.0.0.1:{deployment.master.port} as master"
     assert seen_down(raised.value.states[1], down.port, gone)
+    # Beside two naming different masters, its answer is said in a disagreement.
+    wrong = impostor.sentinels[0].port
+    with pytest.raises(errors.SentinelsDisagree) as disagree:
+        await where(url_of(wrong, right, down.port))
+    assert disagree.value.votes[2] == (f"sentinel 127.0.0.1:{down.port}", "names no master up")
 
 
 async def test_sentinels_monitoring_nothing_know_no_service(
