@@ -146,6 +146,7 @@ async def test_one_master_named_by_too_few_of_those_configured(deployment: Senti
     with pytest.raises(errors.SentinelsTooFew) as raised:
         await where(url)
     assert raised.value.configured == 3
+    assert raised.value.service == SERVICE
     assert raised.value.answers[0] == says(right, deployment)
     assert [sentinel for sentinel, _ in raised.value.answers[1:]] == [f"sentinel 127.0.0.1:{port}" for port in silent]
     assert all(answer.startswith("did not answer (ConnectionError: ") for _, answer in raised.value.answers[1:])
@@ -219,6 +220,10 @@ async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
     with pytest.raises(errors.SentinelsDisagree) as disagree:
         await where(url_of(wrong, right, down.port))
     assert disagree.value.votes[2] == (f"sentinel 127.0.0.1:{down.port}", "names no master up")
+    # One naming the master, one seeing it down, one silent, one not monitoring it, of four:
+    # even the silent one agreeing would make two, no strict majority: no master, not too few.
+    with pytest.raises(errors.SentinelNoMaster):
+        await where(url_of(right, down.port, free_port(), bare.port))
 
 
 async def test_sentinels_monitoring_nothing_know_no_service(
