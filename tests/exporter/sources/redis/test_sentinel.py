@@ -224,6 +224,9 @@ async def test_a_master_seen_down_is_no_master_with_what_each_sentinel_sees(
     # even the silent one agreeing would make two, no strict majority: no master, not too few.
     with pytest.raises(errors.SentinelNoMaster):
         await where(url_of(right, down.port, free_port(), bare.port))
+    # Of three, two answered, one seeing the master down: no silent vote could change that.
+    with pytest.raises(errors.SentinelNoMaster):
+        await where(url_of(right, down.port, free_port()))
 
 
 async def test_sentinels_monitoring_nothing_know_no_service(
