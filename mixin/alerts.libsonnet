@@ -54,6 +54,7 @@ local lib = import 'lib.libsonnet';
          : 'migrationLockHeldFor plus dataMaxAge must stay below migrationLockTimeout: the page must come before migrators fail closed',
   local lockLeft = lib.seconds(c.migrationLockTimeout) - lib.seconds(c.migrationLockHeldFor),
   local trimAge = lib.seconds(c.deadletterTrimHorizon) + 2 * lib.seconds(c.deadletterTrimInterval),
+  local purgeAge(horizon) = lib.seconds(horizon) + 2 * lib.seconds(c.purgeInterval),
   local inDatabase = lib.withDatabase(),
   // A query of the alert's own deployment inside a template: printf `<query>` <args>.
   local q(text) = lib.templateQuery(text),
@@ -456,6 +457,29 @@ local lib = import 'lib.libsonnet';
             c.migrationLockHeldFor,
             'The platform migration lock has been held for over %s.' % lib.words(c.migrationLockHeldFor),
             'The migration advisory lock (ADR-041 C19, key "ORPYCAM1")%s has been held without a break for %s: a migrator that began waiting for it then fails closed %s later (MIGRATIONS_LOCK_TIMEOUT_S %s: it exits 1 and its service does not start). Find the holder: pg_locks where locktype = advisory and objid = 1128353073.' % [inCluster, lib.words(c.migrationLockHeldFor), lib.secondsWords(lockLeft), lib.secondsWords(lib.seconds(c.migrationLockTimeout))],
+          ),
+        ],
+      },
+      {
+        name: 'orpycamcp.housekeeping.alerts',
+        rules: [
+          // A daily purge leaves rows at most its horizon plus one interval
+          // old; past two intervals, a run has been missed twice. A terminal
+          // dead letter without resolved_at is never purged (ADR-021: NULL is
+          // never older than the cutoff) and not counted here: a panel shows it.
+          valueAlert(
+            'OrpycamcpDeadLetterPurgeStopped', 'warning', 'housekeeping',
+            'time() - orpycamcp:housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds:max > %d' % purgeAge(c.deadLetterPurgeHorizon),
+            c.purgeStoppedFor,
+            'Terminal dead letters are older than their daily purge leaves them.',
+            'The oldest terminal (resolved or discarded) dead letter of origin group {{ $labels.origin_group }}%s was resolved {{ $value | humanizeDuration }} ago (threshold %s: a horizon of %s plus two purge intervals of %s): the daily purge of terminal dead letters (ADR-021 MVP-3) is not running for this origin group.' % [inCluster, lib.secondsWords(purgeAge(c.deadLetterPurgeHorizon)), lib.words(c.deadLetterPurgeHorizon), lib.words(c.purgeInterval)],
+          ),
+          valueAlert(
+            'OrpycamcpDedupPurgeStopped', 'warning', 'housekeeping',
+            'time() - orpycamcp:housekeeping_notification_dedup_oldest_processed_timestamp_seconds:max > %d' % purgeAge(c.dedupPurgeHorizon),
+            c.purgeStoppedFor,
+            'Notification dedup rows are older than their daily purge leaves them.',
+            'The oldest row of notification_processed_events%s was processed {{ $value | humanizeDuration }} ago (threshold %s: a horizon of %s plus two purge intervals of %s): the daily dedup purge (ADR-021 MVP-1) is not running.' % [inCluster, lib.secondsWords(purgeAge(c.dedupPurgeHorizon)), lib.words(c.dedupPurgeHorizon), lib.words(c.purgeInterval)],
           ),
         ],
       },

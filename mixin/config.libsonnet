@@ -100,6 +100,18 @@
     // then has the rest of the timeout left.
     migrationLockTimeout: '600s',
     migrationLockHeldFor: '5m',
+    // The platform's daily purges (ADR-021 MVP-3 and MVP-1): terminal dead
+    // letters (resolved, discarded) deleted deadLetterPurgeHorizon after their
+    // resolved_at, per origin_group (pending never); the notification dedup
+    // table's rows dedupPurgeHorizon after their processed_at; each every
+    // purgeInterval. OrpycamcpDeadLetterPurgeStopped and
+    // OrpycamcpDedupPurgeStopped fire when the oldest row left is older than
+    // its horizon plus two intervals (one run, and one more postponed by a
+    // worker's restart: the platform's first run comes one interval after start).
+    deadLetterPurgeHorizon: '90d',
+    dedupPurgeHorizon: '7d',
+    purgeInterval: '1d',
+    purgeStoppedFor: '1h',
     // The platform's reclaim sweep (ADR-021, the seeds' defaults): every
     // reclaimInterval each consumer group claims its pending entries idle for
     // reclaimMinIdle and retries them; the one delivered maxDeliveries times is

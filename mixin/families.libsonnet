@@ -15,6 +15,8 @@
   audit_chain_verification_ok: [],
   audit_chain_last_verification_timestamp_seconds: [],
   migration_lock_held: [],
+  housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds: ['origin_group'],
+  housekeeping_notification_dedup_oldest_processed_timestamp_seconds: [],
   stream_pending_messages: ['stream', 'group'],
   stream_oldest_pending_timestamp_seconds: ['stream', 'group'],
   stream_oldest_pending_deliveries: ['stream', 'group'],

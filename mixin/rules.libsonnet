@@ -206,6 +206,8 @@ local lib = import 'lib.libsonnet';
           freshestRule('audit_chain_verification_ok'),
           freshestRule('audit_chain_last_verification_timestamp_seconds'),
           freshestRule('migration_lock_held'),
+          freshestRule('housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds'),
+          freshestRule('housekeeping_notification_dedup_oldest_processed_timestamp_seconds'),
           busRule('stream_pending_messages'),
           busRule('stream_oldest_pending_timestamp_seconds'),
           busRule('stream_oldest_pending_deliveries'),

@@ -165,6 +165,32 @@ MIGRATION_LOCK_HOLDER_START_UNKNOWN = Family(
     signal="migration_lock",
     sparse=True,
 )
+# What the platform's daily purges leave behind (ADR-021 MVP-1, MVP-3), over every tenant.
+HOUSEKEEPING_TERMINAL_OLDEST = Family(
+    name=PREFIX + "housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds",
+    help="Unix time the oldest terminal (resolved or discarded) dead letter of the origin group was resolved,"
+    " over all tenants; the platform's daily purge deletes them 90 days after; absent when none is terminal"
+    " with a resolved_at.",
+    signal="housekeeping",
+    labels=("origin_group",),
+    combinations=single(ORIGIN_GROUPS),
+    sparse=True,
+)
+HOUSEKEEPING_TERMINAL_UNDATED = Family(
+    name=PREFIX + "housekeeping_dead_letter_terminal_without_resolved_at",
+    help="Terminal (resolved or discarded) dead letters with a NULL resolved_at, summed over all tenants;"
+    " the platform's purge never deletes them.",
+    signal="housekeeping",
+    labels=("origin_group",),
+    combinations=single(ORIGIN_GROUPS),
+)
+HOUSEKEEPING_DEDUP_OLDEST = Family(
+    name=PREFIX + "housekeeping_notification_dedup_oldest_processed_timestamp_seconds",
+    help="Unix time the oldest notification dedup row (notification_processed_events) was processed, over all"
+    " tenants; the platform's daily purge deletes them 7 days after; absent when the table is empty everywhere.",
+    signal="housekeeping",
+    sparse=True,
+)
 STREAM_PENDING = Family(
     name=PREFIX + "stream_pending_messages",
     help="Messages in the consumer group's pending entries list (delivered, not acknowledged).",
@@ -344,6 +370,9 @@ FAMILIES: tuple[Family, ...] = (
     MIGRATION_LOCK_WAITERS,
     MIGRATION_LOCK_HOLDER_START,
     MIGRATION_LOCK_HOLDER_START_UNKNOWN,
+    HOUSEKEEPING_TERMINAL_OLDEST,
+    HOUSEKEEPING_TERMINAL_UNDATED,
+    HOUSEKEEPING_DEDUP_OLDEST,
     STREAM_PENDING,
     STREAM_OLDEST_PENDING,
     STREAM_OLDEST_PENDING_DELIVERIES,

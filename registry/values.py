@@ -7,7 +7,7 @@ from registry.reasons import Reason
 PREFIX = "orpycamcp_"
 
 # Signals, in the order they are measured and rendered.
-SIGNALS: tuple[str, ...] = ("dlq", "preservation", "audit_chain", "migration_lock", "streams")
+SIGNALS: tuple[str, ...] = ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "streams")
 
 ORIGIN_GROUPS: tuple[str, ...] = (
     "signature-service",

@@ -97,4 +97,5 @@ def value_series(page: Page, signal_prefixes: tuple[str, ...]) -> list[Key]:
 DLQ_PREFIX = ("orpycamcp_dlq_",)
 PRESERVATION_PREFIX = ("orpycamcp_preservation_",)
 AUDIT_PREFIX = ("orpycamcp_audit_chain_",)
+HOUSEKEEPING_PREFIX = ("orpycamcp_housekeeping_",)
 STREAMS_PREFIX = ("orpycamcp_stream_", "orpycamcp_deadletter_")

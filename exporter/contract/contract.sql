@@ -43,6 +43,17 @@ BEGIN
         );
         CREATE INDEX IF NOT EXISTS evento_dead_letter_pending_idx
             ON %1$I.evento_dead_letter (origin_group, created_at) WHERE status = 'pending';
+        -- The housekeeping signal reads the terminal rows the 90-day purge deletes (ADR-021 MVP-3).
+        CREATE INDEX IF NOT EXISTS evento_dead_letter_terminal_idx
+            ON %1$I.evento_dead_letter (origin_group, resolved_at) WHERE status IN ('resolved', 'discarded');
+        -- notification-service's dedup guard (ADR-021 Fase 3, tenant migration 004), purged after
+        -- 7 days on processed_at (MVP-1); the housekeeping signal reads its oldest row.
+        CREATE TABLE IF NOT EXISTS %1$I.notification_processed_events (
+            event_id     text PRIMARY KEY,
+            processed_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX IF NOT EXISTS notification_processed_events_processed_at_idx
+            ON %1$I.notification_processed_events (processed_at);
         CREATE TABLE IF NOT EXISTS %1$I.preservation_retry (
             artifact_id text NOT NULL,
             artifact    text NOT NULL,

@@ -6,11 +6,15 @@ INSERT INTO public.tenants (slug, status, provisioning_status) VALUES
 
 SELECT public.orpycamcp_create_tenant_schema(slug) FROM public.tenants;
 
-INSERT INTO tenant_acme.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at) VALUES
-    ('ev-1', 'acme', 'signature-service', 'pending', now() - interval '3 hours'),
-    ('ev-2', 'acme', 'signature-service', 'pending', now() - interval '20 minutes'),
-    ('ev-3', 'acme', 'workflow-service', 'resolved', now() - interval '2 days'),
-    ('ev-4', 'acme', 'notification-service', 'discarded', now() - interval '1 day');
+INSERT INTO tenant_acme.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at, resolved_at) VALUES
+    ('ev-1', 'acme', 'signature-service', 'pending', now() - interval '3 hours', NULL),
+    ('ev-2', 'acme', 'signature-service', 'pending', now() - interval '20 minutes', NULL),
+    ('ev-3', 'acme', 'workflow-service', 'resolved', now() - interval '2 days', now() - interval '1 day'),
+    ('ev-4', 'acme', 'notification-service', 'discarded', now() - interval '1 day', now() - interval '12 hours');
+-- notification-service's dedup guard, purged by the platform after 7 days.
+INSERT INTO tenant_acme.notification_processed_events (event_id, processed_at) VALUES
+    ('ev-10', now() - interval '3 days'),
+    ('ev-11', now() - interval '1 hour');
 INSERT INTO tenant_globex.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at) VALUES
     ('ev-1', 'globex', 'signature-service', 'pending', now() - interval '5 hours'),
     ('ev-2', 'globex', 'knowledge-service', 'pending', now() - interval '10 minutes');

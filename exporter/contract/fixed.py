@@ -28,6 +28,19 @@ CLASSID = LOCK_KEY >> 32
 OBJID = LOCK_KEY & 0xFFFFFFFF
 
 
+# What the platform's daily purges delete (ADR-021,
+# /work/shared/platform-records/000_bdd2da6375d6ea11.txt): MVP-3 "DELETE FROM
+# evento_dead_letter WHERE status IN ('resolved', 'discarded') ... AND
+# resolved_at < now() - make_interval(days => $3)", MVP-1 "DELETE FROM
+# notification_processed_events WHERE processed_at < now() - make_interval(days => $1)",
+# both in every tenant's schema.
+DEAD_LETTERS = "evento_dead_letter"
+TERMINAL = ("resolved", "discarded")
+RESOLVED_AT = "resolved_at"
+DEDUP = "notification_processed_events"
+PROCESSED_AT = "processed_at"
+
+
 def streams_signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tuple[str, ...]) -> dict[str, Any]:
     """The streams signal's part of the contract, reading these pairs and dead-letter streams."""
     return {
@@ -40,7 +53,7 @@ def streams_signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tupl
 
 
 def fixed_signals() -> dict[str, dict[str, Any]]:
-    """migration_lock's part of the contract (never replaced), and the streams signal's as shipped."""
+    """migration_lock's and housekeeping's parts of the contract (never replaced), and the streams signal's as shipped."""
     return {
         # ADR-041 C19: read from the catalogs every role may read, in the database read.
         "migration_lock": {
@@ -49,6 +62,19 @@ def fixed_signals() -> dict[str, dict[str, Any]]:
             "tables": ["pg_catalog.pg_locks", "pg_catalog.pg_stat_activity"],
             "advisory_lock": {"key": "ORPYCAM1", "bigint": LOCK_KEY, "classid": CLASSID, "objid": OBJID, "objsubid": 1},
             "holder_start": "pg_stat_activity.backend_start",
+        },
+        # ADR-021 MVP-3 and MVP-1: the rows the daily purges delete, in every tenant's schema.
+        "housekeeping": {
+            "source": "postgresql",
+            "scope": "tenant",
+            "tables": {
+                DEAD_LETTERS: {
+                    "terminal": {"status": list(TERMINAL)},
+                    "oldest": RESOLVED_AT,
+                    "labels": {"origin_group": {"column": "origin_group"}},
+                },
+                DEDUP: {"oldest": PROCESSED_AT},
+            },
         },
         "streams": streams_signal(STREAM_GROUPS, DEADLETTER_STREAMS),
     }

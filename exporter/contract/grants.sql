@@ -39,7 +39,8 @@ CREATE OR REPLACE FUNCTION public.orpycamcp_grant_tenant(tenant_slug text)
 RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO orpycamcp_exporter', 'tenant_' || tenant_slug);
-    EXECUTE format('GRANT SELECT ON %1$I.evento_dead_letter, %1$I.preservation_retry TO orpycamcp_exporter',
+    EXECUTE format('GRANT SELECT ON %1$I.evento_dead_letter, %1$I.preservation_retry,'
+                   ' %1$I.notification_processed_events TO orpycamcp_exporter',
                    'tenant_' || tenant_slug);
 END
 $fn$;

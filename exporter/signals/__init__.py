@@ -6,7 +6,7 @@ module each."""
 from __future__ import annotations
 
 from exporter.contract.tables import DLQ, PRESERVATION
-from exporter.signals import audit_chain, backlog, migration_lock, streams
+from exporter.signals import audit_chain, backlog, housekeeping, migration_lock, streams
 from exporter.signals.base import Signal, Source
 from registry import SIGNALS as REGISTERED_SIGNALS
 
@@ -15,6 +15,7 @@ SIGNALS: tuple[Signal, ...] = (
     backlog.signal(PRESERVATION),
     audit_chain.SIGNAL,
     migration_lock.SIGNAL,
+    housekeeping.SIGNAL,
     streams.SIGNAL,
 )
 

@@ -107,6 +107,7 @@ def builtin_signals(declarations: Declarations = NO_DECLARATIONS) -> dict[str, A
         **{table.name: table_signal_part(table) for table in shipped_or_replaced(declarations.tables)},
         "audit_chain": audit_part(declarations.audit or DEFAULT_AUDIT_RUNS),
         "migration_lock": fixed_signals()["migration_lock"],
+        "housekeeping": fixed_signals()["housekeeping"],
         "streams": streams_signal(*bus.pairs_and_dead_letters),
     }
 

@@ -365,6 +365,31 @@ function(c)
         width=12,
       ),
 
+      g.row('Housekeeping (the platform purges)', 63),
+      g.timeseries(
+        64,
+        'Oldest row left by the daily purges',
+        'Age of the oldest terminal (resolved or discarded) dead letter per origin group, since its resolved_at (orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds), and of the oldest notification dedup row, since its processed_at (orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds), over every tenant. A daily purge keeps them between the horizon (%s, %s) and one interval (%s) more; OrpycamcpDeadLetterPurgeStopped and OrpycamcpDedupPurgeStopped fire past two intervals more. No line: none left, or unmeasured.' % [lib.words(c.deadLetterPurgeHorizon), lib.words(c.dedupPurgeHorizon), lib.words(c.purgeInterval)],
+        's',
+        [
+          q(age(perCluster('orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds', ['origin_group'])), '%(cluster)s {{origin_group}}'),
+          q(age(perCluster('orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds')), '%(cluster)s dedup'),
+        ],
+        width=16,
+      ),
+      g.stat(
+        65,
+        'Terminal dead letters without resolved_at',
+        "Terminal (resolved or discarded) dead letters whose resolved_at is NULL, per origin group, over every tenant (orpycamcp_housekeeping_dead_letter_terminal_without_resolved_at). The platform sets status and resolved_at in one UPDATE (ADR-021): such a row breaks that invariant, and the purge never deletes it (NULL is never older than its cutoff). Not a failure of the purge: rows to look at, kept forever. 'unknown' means unmeasured.",
+        'short',
+        [q(perCluster('orpycamcp_housekeeping_dead_letter_terminal_without_resolved_at', ['origin_group']), '%(cluster)s {{origin_group}}')],
+        noValue='unknown',
+        colorMode='value',
+        mappings=[g.unknown],
+        thresholds=[['green', null], ['orange', 1]],
+        width=8,
+      ),
+
       g.row('Redis Streams', 47),
       g.timeseries(
         15,

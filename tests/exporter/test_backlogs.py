@@ -141,7 +141,7 @@ def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
     path = tmp_path / "b.yml"
     path.write_text(GOOD)
     settings = load({"database_url": DB}, {"ORPYCAMCP_BACKLOGS_FILE": str(path)})
-    assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "kyc")
+    assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "kyc")
     assert [b.name for b in settings.backlogs] == ["kyc"]
     only = load({"database_url": DB, "backlogs_file": str(path), "signals": "kyc,dlq"}, {})
     assert only.signals == ("dlq", "kyc")
@@ -177,7 +177,8 @@ def test_check_config_exits_2_naming_the_backlog_and_key(tmp_path: Path, text: s
 def test_check_config_accepts_the_example() -> None:
     done = run("check-config", "--database.url", DB, "--redis.url", REDIS, "--backlogs.config-file", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
-    assert "signals dlq,preservation,audit_chain,migration_lock,streams,kyc_dead_letters,outbox" in done.stdout
+    signals = "dlq,preservation,audit_chain,migration_lock,housekeeping,streams,kyc_dead_letters,outbox"
+    assert f"signals {signals}" in done.stdout
     assert "streams declared: 2 consumer groups, 1 dead-letter stream" in done.stdout
 
 

@@ -63,6 +63,7 @@ def test_every_signal_inherits_the_global_flags() -> None:
         "preservation": Cadence(40, 7),
         "audit_chain": Cadence(40, 7),
         "migration_lock": Cadence(40, 7),
+        "housekeeping": Cadence(40, 7),
     }
 
 
@@ -115,7 +116,7 @@ def test_the_environment_gives_them_as_the_flags_do() -> None:
             {"signals_ttl": "nope=60"},
             "",
             "invalid setting --signals.ttl (ORPYCAMCP_SIGNALS_TTL): signal 'nope' is not enabled"
-            " (enabled: dlq, preservation, audit_chain, migration_lock, outbox)",
+            " (enabled: dlq, preservation, audit_chain, migration_lock, housekeeping, outbox)",
         ),
         (
             {"signals_ttl": "outbox=60"},
@@ -183,6 +184,7 @@ async def test_each_cache_holds_its_signal_for_its_own_ttl_and_publishes_it(tmp_
             "preservation": (30, 10),
             "audit_chain": (30, 10),
             "migration_lock": (30, 10),
+            "housekeeping": (30, 10),
             "outbox": (300, 40),
             "streams": (30, 10),
             "streams_payments": (30, 10),

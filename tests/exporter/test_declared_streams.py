@@ -71,14 +71,14 @@ def test_declared_streams_extend_the_closed_sets_after_the_built_in_ones() -> No
         assert extended.combinations == combinations
         assert (extended.labels, extended.help, extended.sparse) == (family.labels, family.help, family.sparse)
     # No new signal: the one streams signal reads them all.
-    assert registry.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "streams")
+    assert registry.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "streams")
 
 
 def test_the_streams_signal_reads_what_the_extended_registry_declares() -> None:
     declared = parse_declarations(STREAMS_ONLY, SETTING).streams
     catalog = catalog_of((), declared)
     assert catalog.signals["streams"] is not streams.SIGNAL
-    assert list(catalog.signals) == ["dlq", "preservation", "audit_chain", "migration_lock", "streams"]
+    assert list(catalog.signals) == ["dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "streams"]
     assert catalog_of(()).signals["streams"] is streams.SIGNAL
 
 

@@ -20,7 +20,7 @@ DB = "postgresql://u:secret@db:5432/platform"
 def test_defaults() -> None:
     settings = load({"database_url": DB}, {})
     assert (settings.listen_host, settings.listen_port) == ("", 9874)
-    assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock")
+    assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping")
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
     assert settings.max_connections == 2
     assert settings.idle_close == 90.0
@@ -45,6 +45,7 @@ def test_redis_enables_streams_and_signals_subset() -> None:
         "preservation",
         "audit_chain",
         "migration_lock",
+        "housekeeping",
         "streams",
     )
     assert load({"database_url": DB}, {"ORPYCAMCP_SIGNALS": "audit_chain, dlq"}).signals == ("dlq", "audit_chain")

@@ -20,12 +20,17 @@ def test_every_family_is_a_prefixed_gauge_with_help() -> None:
 
 
 def test_signals_and_their_families() -> None:
-    assert SIGNALS == ("dlq", "preservation", "audit_chain", "migration_lock", "streams")
+    assert SIGNALS == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "streams")
     assert [f.name for f in families_of("migration_lock")] == [
         "orpycamcp_migration_lock_held",
         "orpycamcp_migration_lock_waiters",
         "orpycamcp_migration_lock_holder_session_start_timestamp_seconds",
         "orpycamcp_migration_lock_holder_session_start_unknown",
+    ]
+    assert [f.name for f in families_of("housekeeping")] == [
+        "orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds",
+        "orpycamcp_housekeeping_dead_letter_terminal_without_resolved_at",
+        "orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds",
     ]
     assert [f.name for f in families_of("dlq")] == [
         "orpycamcp_dlq_pending_events",
@@ -33,6 +38,17 @@ def test_signals_and_their_families() -> None:
     ]
     assert len(BY_NAME["orpycamcp_preservation_exhausted_artifacts"].combinations) == 49
     assert len(BY_NAME["orpycamcp_dlq_pending_events"].combinations) == 4
+
+
+def test_no_family_carries_another_signals_name() -> None:
+    # The suite (tests/scrapes.py's prefixes, the mixin's signalOf) and a reader
+    # take orpycamcp_<signal>_* for that signal's values: a family named after
+    # another signal would be taken for that signal's.
+    for family in FAMILIES:
+        named = [s for s in SIGNALS if family.name.startswith(f"orpycamcp_{s}_")]
+        assert named in ([], [family.signal]), (family.name, family.signal)
+    for signal in ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping"):
+        assert all(f.name.startswith(f"orpycamcp_{signal}_") for f in families_of(signal)), signal
 
 
 def test_stream_groups_are_a_closed_set_of_pairs_not_a_product() -> None:

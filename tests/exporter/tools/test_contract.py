@@ -16,7 +16,7 @@ from exporter.audit_runs import DEFAULT_AUDIT_RUNS
 from exporter.backlogs import load_declarations
 from exporter.contract.tables import DLQ, PRESERVATION
 from exporter.declarations import NO_DECLARATIONS
-from exporter.signals import backlog, migration_lock
+from exporter.signals import backlog, housekeeping, migration_lock
 from exporter.tools.contract import contract_document
 from registry import BUILTIN, META, Registry
 from tests.commands import refused_in_one_line, run_exporter
@@ -141,6 +141,18 @@ def test_the_statements_read_what_the_contract_names() -> None:
             assert column in sql, (name, column)
 
 
+def test_the_housekeeping_statement_reads_what_the_contract_names() -> None:
+    tables = contract_document(NO_DECLARATIONS)["signals"]["housekeeping"]["tables"]
+    sql = housekeeping.batch_sql(['"tenant_x"'])
+    for table, read in tables.items():
+        assert f'"tenant_x".{table}' in sql, table
+        assert f"({read['oldest']} + interval '0')" in sql, table
+        for column, values in read.get("terminal", {}).items():
+            assert f"{column} IN ({', '.join(repr(value) for value in values)})" in sql, table
+        for label in read.get("labels", {}).values():
+            assert f"{label['column']} AS grp" in sql, table
+
+
 @pytest.mark.anyio
 async def test_the_reference_ddl_holds_every_table_and_column_the_contract_names(platform: Platform) -> None:
     await platform.add_tenant("acme")
@@ -164,11 +176,18 @@ async def test_the_reference_ddl_holds_every_table_and_column_the_contract_names
             *signal.get("latest", []),
         ]
         wanted |= {(schema, table, column) for column in columns if column}
+    for table, read in document["signals"]["housekeeping"]["tables"].items():
+        columns = [
+            read["oldest"],
+            *read.get("terminal", {}),
+            *(label["column"] for label in read.get("labels", {}).values()),
+        ]
+        wanted |= {("tenant_acme", table, column) for column in columns}
     rows = await platform.fetch(
         "SELECT table_schema, table_name, column_name FROM information_schema.columns"
         " WHERE table_schema IN ('public', 'tenant_acme')"
     )
     held = {(row["table_schema"], row["table_name"], row["column_name"]) for row in rows}
-    # tenants: 2 columns; dlq, preservation: 3 each; audit_chain: 6.
-    assert len(wanted) == 14
+    # tenants: 2 columns; dlq, preservation: 3 each; audit_chain: 6; housekeeping: resolved_at, processed_at.
+    assert len(wanted) == 16
     assert wanted - held == set()

@@ -183,8 +183,8 @@ def test_metrics_shows_the_declared_families_given_a_file() -> None:
         " `backlog` ∈ `outbox`<br>`group` ∈ `0`, `1`, `2`, `3`" in done.stdout
     )
     assert (
-        "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `migration_lock`, `streams`, `kyc_dead_letters`, `outbox`"
-        in done.stdout
+        "`signal` ∈ `dlq`, `preservation`, `audit_chain`, `migration_lock`, `housekeeping`, `streams`,"
+        " `kyc_dead_letters`, `outbox`" in done.stdout
     )
 
 
