@@ -45,27 +45,33 @@ TYPES = ResultTypes(NAME, DEAD_LETTERS, {"undated": INTEGER})
 
 
 def branches(schema: str) -> tuple[str, str]:
-    """One tenant's terminal dead letters and dedup rows, as (kind, grp, ts)."""
+    """One tenant's terminal dead letters per origin_group and its dedup table, each
+    already aggregated (kind, grp, ts, undated): the oldest dedup row is read from
+    the index on processed_at (min of the bare column), a NULL in it by an index
+    probe, so its cost does not grow with the rows the purge keeps."""
     statuses = ", ".join(f"'{status}'" for status in TERMINAL)
     return (
-        f"SELECT 'dl' AS kind, origin_group AS grp, {instant_sql(RESOLVED_AT, UTC)} AS ts"
-        f" FROM {schema}.{DEAD_LETTERS} WHERE status IN ({statuses})",
-        f"SELECT 'dd' AS kind, NULL::text AS grp, {instant_sql(PROCESSED_AT, UTC)} AS ts FROM {schema}.{DEDUP}",
+        f"SELECT 'dl' AS kind, origin_group AS grp, {instant_sql(f'min({RESOLVED_AT})', UTC)} AS ts,"
+        f" count(*) - count({RESOLVED_AT}) AS undated"
+        f" FROM {schema}.{DEAD_LETTERS} WHERE status IN ({statuses}) GROUP BY origin_group",
+        f"SELECT 'dd' AS kind, NULL::text AS grp, {instant_sql(f'min({PROCESSED_AT})', UTC)} AS ts,"
+        f" (SELECT count(*) FROM (SELECT FROM {schema}.{DEDUP} WHERE {PROCESSED_AT} IS NULL LIMIT 1) AS n) AS undated"
+        f" FROM {schema}.{DEDUP}",
     )
 
 
 def batch_sql(schemas: Sequence[str]) -> str:
-    # Aggregate once over a materialized union, as the table signals do.
+    # Each tenant's rows aggregated in its branch, then once over the batch.
     union = "\n UNION ALL ".join(branch for schema in schemas for branch in branches(schema))
     return (
         f"WITH rows AS MATERIALIZED ({union})\n"
-        f"SELECT kind, grp, {epoch_sql('min(ts)')} AS oldest, count(*) - count(ts) AS undated"
+        f"SELECT kind, grp, {epoch_sql('min(ts)')} AS oldest, sum(undated)::bigint AS undated"
         " FROM rows GROUP BY kind, grp"
     )
 
 
 class Oldest:
-    """The oldest times and undated counts, summed over the rows of every batch."""
+    """The oldest times (the least of every batch's) and the undated counts (their sum)."""
 
     def __init__(self) -> None:
         self.terminal: dict[tuple[str, ...], float] = {}

@@ -35,8 +35,17 @@ EXPECTED_FIRING = {
     # The other groups of the poison pill's stream were created at `$` with no
     # consumer: the entry waits undelivered and nobody reads it.
     "OrpycamcpStreamNotConsumed",
+    # globex's terminal dead letter and dedup row, older than their purges leave them.
+    "OrpycamcpDeadLetterPurgeStopped",
+    "OrpycamcpDedupPurgeStopped",
 }
 DLQ_VALUE_ALERTS = {"OrpycamcpDlqPendingTooLong", "OrpycamcpDlqOldestPendingTooOld"}
+# Every value alert of a signal that reads evento_dead_letter: held while one tenant's table is gone.
+DEAD_LETTER_TABLE_ALERTS = {
+    **dict.fromkeys(DLQ_VALUE_ALERTS, "dlq"),
+    "OrpycamcpDeadLetterPurgeStopped": "housekeeping",
+    "OrpycamcpDedupPurgeStopped": "housekeeping",
+}
 
 
 def stream_id(moment: datetime) -> str:
@@ -53,6 +62,16 @@ def load_problems(platform: Platform, redis_url: str) -> None:
         await platform.add_tenant("globex")
         await platform.add_dead_letter("acme", "e1", "signature-service", "pending", now - timedelta(days=2))
         await platform.add_retry("globex", "d1", "document", "sealing", "exhausted")
+        # The purges stopped: a dead letter resolved 100 days ago, a dedup row 10 days old.
+        await platform.add_dead_letter("globex", "e9", "workflow-service", "resolved", now - timedelta(days=101))
+        await platform.execute(
+            """UPDATE "tenant_globex".evento_dead_letter SET resolved_at = $1 WHERE event_id = 'e9'""",
+            now - timedelta(days=100),
+        )
+        await platform.execute(
+            """INSERT INTO "tenant_globex".notification_processed_events VALUES ('n9', $1)""",
+            now - timedelta(days=10),
+        )
         await platform.add_audit_run(
             "complete", now - timedelta(minutes=5), breaks=2, declared_breaks=0, verification_ok=False
         )
@@ -155,19 +174,19 @@ def test_alerts_fire_are_inhibited_and_resolve(
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert lint.stdout + lint.stderr == b""
 
-    # 4. dlq becomes unmeasurable: its value alerts are held and inhibited
-    #    while OrpycamcpSignalUnmeasured{signal="dlq"} is active.
+    # 4. dlq becomes unmeasurable, and housekeeping, which reads the same table:
+    #    their value alerts are held and inhibited while OrpycamcpSignalUnmeasured
+    #    is active for each.
     asyncio.run(platform.execute('DROP TABLE "tenant_acme".evento_dead_letter'))
 
     def dlq_inhibited() -> bool:
         states = alert_states(am)
-        unmeasured = states.get(("OrpycamcpSignalUnmeasured", "dlq"))
-        held = [states.get((name, "dlq")) for name in DLQ_VALUE_ALERTS]
+        unmeasured = [states.get(("OrpycamcpSignalUnmeasured", signal)) for signal in ("dlq", "housekeeping")]
+        held = [states.get(pair) for pair in DEAD_LETTER_TABLE_ALERTS.items()]
         return (
-            unmeasured is not None
-            and unmeasured["state"] == "active"
+            all(status is not None and status["state"] == "active" for status in unmeasured)
             and all(status is not None and status["state"] == "suppressed" and status["inhibitedBy"] for status in held)
-            and names(am) == (EXPECTED_FIRING - DLQ_VALUE_ALERTS) | {"OrpycamcpSignalUnmeasured"}
+            and names(am) == (EXPECTED_FIRING - set(DEAD_LETTER_TABLE_ALERTS)) | {"OrpycamcpSignalUnmeasured"}
         )
 
     wait_for(dlq_inhibited, 60, lambda: alert_states(am))
@@ -183,8 +202,9 @@ def test_alerts_fire_are_inhibited_and_resolve(
     ]
     assert "Reason now: missing_table" in unmeasured["annotations"]["description"]
 
-    # 5. Restored (the tenant's table is back, empty): the signal is measured
-    #    again, the unmeasured alert and the dlq value alerts resolve.
+    # 5. Restored (the tenant's table is back, empty): the signals are measured
+    #    again, the unmeasured alerts and the dlq value alerts resolve; globex's
+    #    purges are still stopped.
     asyncio.run(
         platform.execute("SELECT public.orpycamcp_create_tenant_schema('acme'), public.orpycamcp_grant_tenant('acme')")
     )

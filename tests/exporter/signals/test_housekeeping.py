@@ -122,3 +122,14 @@ async def test_one_tenant_without_the_dedup_table_leaves_no_partial_value(platfo
     assert page.measured("housekeeping") == 0
     assert page.failure_reasons("housekeeping") != set()
     assert value_series(page, HOUSEKEEPING_PREFIX) == []
+
+
+async def test_a_dedup_row_without_processed_at_is_a_contract_violation(platform: Platform) -> None:
+    await platform.add_tenant("acme")
+    await processed(platform, "acme", "n1", at("2026-11-20 00:00:00"))
+    await platform.execute('ALTER TABLE "tenant_acme".notification_processed_events ALTER processed_at DROP NOT NULL')
+    await platform.execute("""INSERT INTO "tenant_acme".notification_processed_events VALUES ('n2', NULL)""")
+    page = await scrape_once(platform.exporter_url, signals="housekeeping")
+    assert page.measured("housekeeping") == 0
+    assert page.failure_reasons("housekeeping") == {"contract_violation"}
+    assert value_series(page, HOUSEKEEPING_PREFIX) == []
