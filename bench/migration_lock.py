@@ -33,7 +33,8 @@ import asyncpg
 
 from bench.figures import Spread, save_figures
 from bench.machine import execute, machine_state
-from bench.refreshes import SIGNALS, counts_check, fresh_exporter
+from bench.paired import paired_refreshes
+from bench.refreshes import SIGNALS
 from devkit.servers import LocalPostgres, start_postgres
 from devkit.tenants import create_database, create_tenants
 from exporter.contract.fixed import LOCK_KEY
@@ -65,48 +66,17 @@ def lock_read_exact(samples: Sequence[Any]) -> bool:
 
 
 async def measure(url: str, tenants: int, runs: int, steady: int, deadline: float) -> Figures:
-    walls: dict[str, list[float]] = {SIGNALS: [], WITH_LOCK: []}
-    lock_reads: list[float] = []
-    failures: list[str] = []
-    check = counts_check(tenants)
-    correct = True
-    for run in range(runs):
-        for signals in (SIGNALS, WITH_LOCK):
-            options: dict[str, object] = {
-                "database_url": url,
-                "signals": signals,
-                "deadline": deadline,
-                "ttl": 2 * deadline,
-            }
-            async with fresh_exporter(options) as exporter:
-                for refresh in range(steady + 1):
-                    started = time.monotonic()
-                    await exporter.scrape()
-                    wall = time.monotonic() - started
-                    for name, cache in exporter.caches.items():
-                        outcome = cache.last
-                        assert outcome is not None
-                        if outcome.failure is not None:
-                            failures.append(f"run {run} refresh {refresh} {name}: {outcome.failure.reason}")
-                    if refresh == 0:
-                        correct = correct and check(exporter)
-                        continue
-                    walls[signals].append(wall)
-                    lock = exporter.caches.get("migration_lock")
-                    if lock is not None and lock.last is not None:
-                        lock_reads.append(lock.last.duration)
-                        correct = correct and lock.last.samples is not None and lock_read_exact(lock.last.samples)
-    without, with_lock = Spread.of(walls[SIGNALS]), Spread.of(walls[WITH_LOCK])
+    paired = await paired_refreshes(url, tenants, "migration_lock", lock_read_exact, runs, steady, deadline)
     return Figures(
         tenants=tenants,
         runs=runs,
         steady=steady,
-        without=without,
-        with_lock=with_lock,
-        lock_read=Spread.of(lock_reads),
-        ratio=round(with_lock.median / without.median, 3),
-        failures=failures,
-        correct=correct and not failures,
+        without=paired.without,
+        with_lock=paired.with_signal,
+        lock_read=paired.own_read,
+        ratio=paired.ratio,
+        failures=paired.failures,
+        correct=paired.correct,
     )
 
 

@@ -1,7 +1,8 @@
 """Create many tenants fast: one DO block per batch of tenants, each tenant
 with its schema (public.orpycamcp_create_tenant_schema), its grants
-(public.orpycamcp_grant_tenant) and ~40 rows: 20 dead letters (pending and
-resolved) and 20 preservation retries (exhausted and retrying).
+(public.orpycamcp_grant_tenant) and ~60 rows: 20 dead letters (pending, and
+resolved an hour after they were created), 20 preservation retries (exhausted
+and retrying) and 20 notification dedup rows.
 
 The rows are a pure function of the tenant's number, so the totals the
 exporter must report are known without reading the database back
@@ -27,6 +28,8 @@ from registry.values import ARTIFACTS, ORIGIN_GROUPS, PHASES
 
 DEAD_LETTERS_PER_TENANT = 20
 RETRIES_PER_TENANT = 20
+DEDUP_ROWS_PER_TENANT = 20
+RESOLVED_AFTER_S = 3600  # a resolved dead letter's resolved_at, after its created_at
 # Tenants per DO block: each block is one transaction, and the DDL of one
 # tenant takes ~8 locks (schema, 2 tables, their indexes): 250 stays well
 # inside the shared lock table of a stock server (64 x max_connections).
@@ -54,12 +57,18 @@ BEGIN
         PERFORM public.orpycamcp_grant_tenant(s);
         schema_name := quote_ident('tenant_' || s);
         EXECUTE format($sql$
-            INSERT INTO %1$s.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at)
+            INSERT INTO %1$s.evento_dead_letter (event_id, tenant_slug, origin_group, status, created_at,
+                                                 resolved_at)
             SELECT 'e' || j, %2$L,
                    (ARRAY[{groups}])[(%3$s + j) %% {n_groups} + 1],
                    CASE WHEN (%3$s + j) %% 3 = 0 THEN 'pending' ELSE 'resolved' END,
-                   timestamptz '{epoch}' + make_interval(secs => %3$s * 20 + j)
+                   timestamptz '{epoch}' + make_interval(secs => %3$s * 20 + j),
+                   CASE WHEN (%3$s + j) %% 3 = 0 THEN NULL
+                        ELSE timestamptz '{epoch}' + make_interval(secs => %3$s * 20 + j + {resolved_after}) END
             FROM generate_series(1, {dead_letters}) AS j;
+            INSERT INTO %1$s.notification_processed_events (event_id, processed_at)
+            SELECT 'n' || j, timestamptz '{epoch}' + make_interval(secs => %3$s * 20 + j)
+            FROM generate_series(1, {dedup_rows}) AS j;
             INSERT INTO %1$s.preservation_retry (artifact_id, artifact, phase, status, attempts)
             SELECT 'a' || j,
                    (ARRAY[{artifacts}])[(%3$s + j) %% {n_artifacts} + 1],
@@ -91,6 +100,8 @@ def tenant_block(first: int, last: int) -> str:
         epoch=EPOCH.isoformat(),
         dead_letters=DEAD_LETTERS_PER_TENANT,
         retries=RETRIES_PER_TENANT,
+        resolved_after=RESOLVED_AFTER_S,
+        dedup_rows=DEDUP_ROWS_PER_TENANT,
     )
 
 
@@ -101,6 +112,9 @@ class Totals:
     pending: dict[str, int] = field(default_factory=dict)
     oldest: dict[str, datetime] = field(default_factory=dict)
     exhausted: dict[tuple[str, str], int] = field(default_factory=dict)
+    # housekeeping: the oldest resolved_at per origin_group, the oldest dedup row.
+    oldest_resolved: dict[str, datetime] = field(default_factory=dict)
+    oldest_processed: datetime | None = None
 
 
 def expected_totals(first: int, last: int) -> Totals:
@@ -113,6 +127,15 @@ def expected_totals(first: int, last: int) -> Totals:
                 totals.pending[group] = totals.pending.get(group, 0) + 1
                 if group not in totals.oldest or created < totals.oldest[group]:
                     totals.oldest[group] = created
+            else:
+                group = ORIGIN_GROUPS[(k + j) % len(ORIGIN_GROUPS)]
+                resolved = EPOCH + timedelta(seconds=k * 20 + j + RESOLVED_AFTER_S)
+                if group not in totals.oldest_resolved or resolved < totals.oldest_resolved[group]:
+                    totals.oldest_resolved[group] = resolved
+        for j in range(1, DEDUP_ROWS_PER_TENANT + 1):
+            processed = EPOCH + timedelta(seconds=k * 20 + j)
+            if totals.oldest_processed is None or processed < totals.oldest_processed:
+                totals.oldest_processed = processed
         for j in range(1, RETRIES_PER_TENANT + 1):
             if (k + j) % 4 == 0:
                 key = (ARTIFACTS[(k + j) % len(ARTIFACTS)], PHASES[(k * 3 + j) % len(PHASES)])

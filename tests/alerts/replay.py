@@ -1,12 +1,12 @@
 """Alert scenarios replayed by promtool over series a real exporter measured.
 
-A scenario writes to a real Redis what the platform does (entries whose IDs
-carry the simulated time, reads, claims, acknowledgements, trims), measures
-the streams signal with the exporter's own code after each step, and keeps
-the values. Timestamps are rebased on promtool's clock: an entry written `a`
+A scenario writes to a real Redis (or PostgreSQL) what the platform does
+(entries whose IDs carry the simulated time, reads, claims, acknowledgements,
+trims; rows resolved and purged), measures the signal with the exporter's own
+code after each step, and keeps the values. Timestamps are rebased on promtool's clock: an entry written `a`
 seconds before the simulated instant of a measurement is `a` seconds before
 promtool's instant of that sample, so every age the rules compute is the one
-the platform had. promtool then evaluates the shipped rules (the streams'
+the platform had. promtool then evaluates the shipped rules (the signal's
 records and alerts, annotations aside) over these series.
 """
 
@@ -24,6 +24,7 @@ from devkit import mixin
 from devkit.tools import tool
 from exporter.measure import measure
 from exporter.signals import streams
+from exporter.signals.base import Signal
 from exporter.sources import Sources
 from exporter.sources.redis.source import RedisStreams
 from exporter.timeouts import Timeouts
@@ -33,6 +34,17 @@ JOB = "orpycamcp-exporter"
 INSTANCE = "replay:9874"
 STREAMS_ALERTS = "orpycamcp.streams.alerts"
 STREAMS_RECORDS = ("orpycamcp:stream_", "orpycamcp:deadletter_")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The records and the alert group a scenario's alerts need."""
+
+    records: tuple[str, ...]
+    alerts: str
+
+
+STREAMS_RULES = Rules(STREAMS_RECORDS, STREAMS_ALERTS)
 
 
 @dataclass
@@ -52,11 +64,15 @@ class Recording:
 
     async def measure(self, source: RedisStreams, registry: Registry, now_s: float) -> None:
         """One measurement through the exporter, as the platform was at `now_s` (simulated)."""
-        outcome = await measure(streams.signal_of(registry), Sources(redis=source), Timeouts(5.0), registry)
+        await self.measure_signal(streams.signal_of(registry), Sources(redis=source), registry, now_s)
+
+    async def measure_signal(self, signal: Signal, sources: Sources, registry: Registry, now_s: float) -> None:
+        """One measurement of `signal` through the exporter, as the platform was at `now_s` (simulated)."""
+        outcome = await measure(signal, sources, Timeouts(30.0), registry)  # bounds a loaded machine only
         assert outcome.samples is not None, outcome.failure
         at = self.steps * self.step_s
         for sample in outcome.samples:
-            family = registry.family(sample.family, streams.NAME)
+            family = registry.family(sample.family, signal.name)
             assert family is not None
             labels = ",".join(f'{name}="{value}"' for name, value in zip(family.labels, sample.labels, strict=True))
             name = f'{sample.family}{{job="{JOB}",instance="{INSTANCE}",{labels}}}'
@@ -87,9 +103,9 @@ class Check:
     firing: tuple[Mapping[str, str], ...] = ()
 
 
-def alert_labels(alert: str, **labels: str) -> dict[str, str]:
+def alert_labels(alert: str, signal: str = "streams", **labels: str) -> dict[str, str]:
     severity = "warning"
-    return {"severity": severity, "signal": "streams", "orpycamcp_role": "value", "job": JOB, **labels}
+    return {"severity": severity, "signal": signal, "orpycamcp_role": "value", "job": JOB, **labels}
 
 
 def duration(seconds: int) -> str:
@@ -101,8 +117,8 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def streams_rules(scrape_interval_s: int) -> dict[str, Any]:
-    """The rules the streams alerts need, rendered for the recording's scrape interval
+def scenario_rules(scrape_interval_s: int, wanted: Rules = STREAMS_RULES) -> dict[str, Any]:
+    """The rules the scenario's alerts need, rendered for the recording's scrape interval
     (a sample counts while it is fresh, a few intervals old): their records and alerts,
     annotations left out (the scenarios check when and for what they fire; the texts are
     checked by alerts/tests)."""
@@ -110,16 +126,18 @@ def streams_rules(scrape_interval_s: int) -> dict[str, Any]:
     for group in mixin.rule_groups(mixin.evaluate({"scrapeInterval": duration(scrape_interval_s)})):
         rules = []
         for rule in group["rules"]:
-            if str(rule.get("record", "")).startswith(STREAMS_RECORDS) or group["name"] == STREAMS_ALERTS:
+            if str(rule.get("record", "")).startswith(wanted.records) or group["name"] == wanted.alerts:
                 rules.append({key: value for key, value in rule.items() if key != "annotations"})
         if rules:
             groups.append({"name": group["name"], "rules": rules})
     return {"groups": groups}
 
 
-def promtool_test(recording: Recording, checks: Iterable[Check], directory: Path, evaluation_s: int) -> str:
+def promtool_test(
+    recording: Recording, checks: Iterable[Check], directory: Path, evaluation_s: int, wanted: Rules = STREAMS_RULES
+) -> str:
     """Runs the checks over the recording with promtool; returns its output, failing on any mismatch."""
-    rules = streams_rules(recording.interval_s)
+    rules = scenario_rules(recording.interval_s, wanted)
     (directory / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False), encoding="utf-8")
     tests = [
         {

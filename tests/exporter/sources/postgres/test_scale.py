@@ -1,6 +1,7 @@
 """At a scale boundary: 2,500 tenants, more tables than one transaction can
 lock on a stock server (max_locks_per_transaction = 64), read exactly, for
-the built-in signals and for a declared tenant-scope backlog.
+the built-in tenant signals (housekeeping included) and for a declared
+tenant-scope backlog.
 
 Tenants are created by devkit/tenants.py, shared with the benchmark (one DO
 block per 250 tenants), whose rows are a pure function of the tenant number,
@@ -24,6 +25,7 @@ from devkit.tenants import (
     slug,
 )
 from exporter.exporter import Exporter
+from registry.families import HOUSEKEEPING_DEDUP_OLDEST, HOUSEKEEPING_TERMINAL_OLDEST, HOUSEKEEPING_TERMINAL_UNDATED
 from tests.platform import Platform
 from tests.scrapes import Page, make_exporter, scrape
 
@@ -43,6 +45,15 @@ def assert_exact(page: Page, totals: Totals) -> None:
     }
     exhausted = page.family("orpycamcp_preservation_exhausted_artifacts")
     assert {(labels[0][1], labels[1][1]): value for labels, value in exhausted.items() if value} == totals.exhausted
+    # housekeeping: the oldest resolved dead letters and dedup row belong to the lowest tenant numbers.
+    assert page.measured("housekeeping") == 1
+    resolved = page.family(HOUSEKEEPING_TERMINAL_OLDEST.name)
+    assert {labels[0][1]: value for labels, value in resolved.items()} == {
+        group: at.timestamp() for group, at in totals.oldest_resolved.items()
+    }
+    assert set(page.family(HOUSEKEEPING_TERMINAL_UNDATED.name).values()) == {0}
+    assert totals.oldest_processed is not None
+    assert page.get(HOUSEKEEPING_DEDUP_OLDEST.name) == totals.oldest_processed.timestamp()
 
 
 def assert_backlog_exact(page: Page, totals: Totals) -> None:
@@ -70,7 +81,9 @@ async def test_thousands_of_tenants_are_summed_exactly_and_changes_seen_at_the_n
     backlogs = tmp_path / "backlogs.yml"
     backlogs.write_text(pending_only("kyc_dead_letters"))
     exporter = make_exporter(
-        platform.exporter_url, signals="dlq,preservation,audit_chain,kyc_dead_letters", backlogs_file=str(backlogs)
+        platform.exporter_url,
+        signals="dlq,preservation,audit_chain,housekeeping,kyc_dead_letters",
+        backlogs_file=str(backlogs),
     )
     try:
         first = await scrape(exporter)
