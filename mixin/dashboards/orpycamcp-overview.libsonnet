@@ -369,7 +369,7 @@ function(c)
       g.timeseries(
         64,
         'Oldest row left by the daily purges',
-        'Age of the oldest terminal (resolved or discarded) dead letter per origin group, since its resolved_at (orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds), and of the oldest notification dedup row, since its processed_at (orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds), over every tenant. A daily purge keeps them between the horizon (%s, %s) and one interval (%s) more; OrpycamcpDeadLetterPurgeStopped and OrpycamcpDedupPurgeStopped fire past two intervals more. No line: none left, or unmeasured.' % [lib.words(c.deadLetterPurgeHorizon), lib.words(c.dedupPurgeHorizon), lib.words(c.purgeInterval)],
+        'Age of the oldest terminal (resolved or discarded) dead letter per origin group, since its resolved_at (orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds), and of the oldest notification dedup row, since its processed_at (orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds), over every tenant. A daily purge keeps them at most one interval (%s) past its horizon (%s, %s): a sawtooth; OrpycamcpDeadLetterPurgeStopped and OrpycamcpDedupPurgeStopped fire past two intervals. The purges skip suspended tenants, which are read here. No line: none left (nothing terminal with a resolved_at, no dedup row), or unmeasured: never a 0.' % [lib.words(c.purgeInterval), lib.words(c.deadLetterPurgeHorizon), lib.words(c.dedupPurgeHorizon)],
         's',
         [
           q(age(perCluster('orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds', ['origin_group'])), '%(cluster)s {{origin_group}}'),
