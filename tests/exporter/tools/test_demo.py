@@ -73,7 +73,10 @@ def test_demo_serves_a_readable_page_and_cleans_up(tmp_path: Path) -> None:
         assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 2
         assert page.get("orpycamcp_audit_chain_breaks") == 1
         # demo.sql: acme's terminal dead letters resolved 1 day and 12 hours ago, a dedup row 3 days old.
-        assert page.get("orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds", origin_group="workflow-service")
+        assert page.get(
+            "orpycamcp_housekeeping_dead_letter_oldest_terminal_resolved_timestamp_seconds",
+            origin_group="workflow-service",
+        )
         assert page.get("orpycamcp_housekeeping_notification_dedup_oldest_processed_timestamp_seconds")
         pending = "orpycamcp_backlog_pending_items"
         assert page.get(pending, backlog="kyc_dead_letters", group="face_match") == 3  # acme 2 + globex (suspended) 1
