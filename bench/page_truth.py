@@ -4,11 +4,13 @@ against bench's floor (bench.floors).
 
 One throwaway stock PostgreSQL; `--tenants` tenants (devkit/tenants.py) and a
 few audit runs. A database-only exporter with its defaults (every PostgreSQL
-signal: dlq, preservation, audit_chain, migration_lock) renders its page once.
+signal: dlq, preservation, audit_chain, migration_lock, housekeeping) renders its
+page once.
 The expected page is then written without the exporter's statements: the
 table signals' families from one plain query per tenant and table through the
 admin connection (GROUP BY, status words literal), audit_chain's from one plain
-query, migration_lock's from pg_locks, `orpycamcp_signal_measured` 1 for each
+query, migration_lock's from pg_locks, housekeeping's from one plain query per
+tenant and table, `orpycamcp_signal_measured` 1 for each
 enabled signal; every other family, the exporter's own state (durations, last
 success, data time, process, build info), is copied from the page in the
 registry's order. The two pages must be equal, byte for byte: a family
@@ -55,6 +57,9 @@ from registry.families import (
     AUDIT_VERIFICATION_OK,
     DLQ_OLDEST,
     DLQ_PENDING,
+    HOUSEKEEPING_DEDUP_OLDEST,
+    HOUSEKEEPING_TERMINAL_OLDEST,
+    HOUSEKEEPING_TERMINAL_UNDATED,
     MIGRATION_LOCK_HELD,
     MIGRATION_LOCK_WAITERS,
     PRESERVATION_EXHAUSTED,
@@ -64,7 +69,7 @@ from registry.model import Family
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EXPORTER_PASSWORD = "bench-page-truth-exporter"  # noqa: S105 -- a throwaway server's role
-DEFAULT_SIGNALS = ("dlq", "preservation", "audit_chain", "migration_lock")
+DEFAULT_SIGNALS = ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping")
 AUDIT_RUNS_SQL = """
 INSERT INTO public.audit_chain_runs (started_at, finished_at, scope, breaks, declared_breaks, verification_ok) VALUES
     ('2026-12-01 01:00:00+00', '2026-12-01 01:30:00+00', 'complete', 2, 1, false),
@@ -79,6 +84,14 @@ TRUTH_DLQ = (
 TRUTH_PRESERVATION = (
     "SELECT artifact, phase, count(*) AS n FROM {schema}.preservation_retry WHERE status = 'exhausted'"
     " GROUP BY artifact, phase"
+)
+TRUTH_TERMINAL = (
+    "SELECT origin_group, extract(epoch FROM min(resolved_at))::float8 AS first,"
+    " count(*) FILTER (WHERE resolved_at IS NULL) AS undated"
+    " FROM {schema}.evento_dead_letter WHERE status IN ('resolved', 'discarded') GROUP BY origin_group"
+)
+TRUTH_DEDUP = (
+    "SELECT extract(epoch FROM min(processed_at))::float8 AS first FROM {schema}.notification_processed_events"
 )
 TRUTH_AUDIT = (
     "SELECT breaks, declared_breaks, verification_ok, extract(epoch FROM finished_at)::float8 AS finished"
@@ -117,7 +130,7 @@ def uptime() -> str:
 
 
 async def truth(admin_url: str) -> Series:
-    """Every value series of the four signals, read plainly, tenant by tenant."""
+    """Every value series of the default signals, read plainly, tenant by tenant."""
     values: Series = {}
     key: tuple[str, tuple[str, ...]]
     connection = await asyncpg.connect(admin_url)
@@ -135,6 +148,16 @@ async def truth(admin_url: str) -> Series:
             for row in await connection.fetch(TRUTH_PRESERVATION.format(schema=schema)):
                 key = (PRESERVATION_EXHAUSTED.name, (row["artifact"], row["phase"]))
                 values[key] = values.get(key, 0) + row["n"]
+            for row in await connection.fetch(TRUTH_TERMINAL.format(schema=schema)):
+                key = (HOUSEKEEPING_TERMINAL_UNDATED.name, (row["origin_group"],))
+                values[key] = values.get(key, 0) + row["undated"]
+                if row["first"] is not None:
+                    oldest = (HOUSEKEEPING_TERMINAL_OLDEST.name, (row["origin_group"],))
+                    values[oldest] = min(values.get(oldest, row["first"]), row["first"])
+            first = await connection.fetchval(TRUTH_DEDUP.format(schema=schema))
+            if first is not None:
+                dedup = (HOUSEKEEPING_DEDUP_OLDEST.name, ())
+                values[dedup] = min(values.get(dedup, first), first)
         run = await connection.fetchrow(TRUTH_AUDIT)
         if run is not None:
             values[AUDIT_BREAKS.name, ()] = run["breaks"]
