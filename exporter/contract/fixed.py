@@ -53,7 +53,8 @@ def streams_signal(groups: tuple[tuple[str, str], ...], deadletter_streams: tupl
 
 
 def fixed_signals() -> dict[str, dict[str, Any]]:
-    """migration_lock's and housekeeping's parts of the contract (never replaced), and the streams signal's as shipped."""
+    """migration_lock's and housekeeping's parts of the contract (never replaced), and the
+    streams signal's as shipped."""
     return {
         # ADR-041 C19: read from the catalogs every role may read, in the database read.
         "migration_lock": {
