@@ -87,9 +87,12 @@ def prometheus(
 
 
 @contextmanager
-def prometheus_server(document: Mapping[str, Any], folder: Path, *flags: str) -> Iterator[RunningProcess]:
-    """Prometheus with this configuration and these flags, its files in `folder`."""
-    port = free_port()
+def prometheus_server(
+    document: Mapping[str, Any], folder: Path, *flags: str, port: int | None = None
+) -> Iterator[RunningProcess]:
+    """Prometheus with this configuration and these flags, its files in `folder`; on `port`
+    when the configuration names it (a job scraping Prometheus itself); answered for once ready."""
+    port = free_port() if port is None else port
     config = folder / "prometheus.yml"
     config.write_text(yaml.safe_dump(dict(document), sort_keys=False))
     command = [

@@ -31,7 +31,7 @@ from devkit import mixin
 from devkit.process import RunningProcess, http_get, running_process
 from devkit.servers import free_port
 from devkit.tools import tool
-from tests.e2e.stack import evaluated_beside, query, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, wait_for
 from tests.grafana.test_dashboard import dashboard, targets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,15 +112,7 @@ def prometheus_with_neighbours(instances: Mapping[str, str], label: str, folder:
             {"job_name": "prometheus", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]},
         ],
     }
-    config = folder / "prometheus.yml"
-    config.write_text(yaml.safe_dump(document, sort_keys=False))
-    command = [
-        tool("prometheus"),
-        f"--config.file={config}",
-        f"--storage.tsdb.path={folder / 'prom-data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-    ]
-    with running_process(command, port, folder / "prometheus.log") as running:
+    with prometheus_server(document, folder, port=port) as running:
         yield running
 
 
