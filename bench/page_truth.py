@@ -136,9 +136,10 @@ async def truth(admin_url: str) -> Series:
     connection = await asyncpg.connect(admin_url)
     try:
         slugs = await connection.fetch(
-            "SELECT slug FROM public.tenants WHERE provisioning_status = 'active' ORDER BY slug"
+            "SELECT slug, status = 'active' AS purged FROM public.tenants WHERE provisioning_status = 'active'"
+            " ORDER BY slug"
         )
-        for slug in (row["slug"] for row in slugs):
+        for slug, purged in ((row["slug"], row["purged"]) for row in slugs):
             schema = '"tenant_' + slug.replace('"', '""') + '"'
             for row in await connection.fetch(TRUTH_DLQ.format(schema=schema)):
                 key = (DLQ_PENDING.name, (row["origin_group"],))
@@ -148,6 +149,8 @@ async def truth(admin_url: str) -> Series:
             for row in await connection.fetch(TRUTH_PRESERVATION.format(schema=schema)):
                 key = (PRESERVATION_EXHAUSTED.name, (row["artifact"], row["phase"]))
                 values[key] = values.get(key, 0) + row["n"]
+            if not purged:
+                continue  # housekeeping reads the tenants the purges walk (status 'active') only
             for row in await connection.fetch(TRUTH_TERMINAL.format(schema=schema)):
                 key = (HOUSEKEEPING_TERMINAL_UNDATED.name, (row["origin_group"],))
                 values[key] = values.get(key, 0) + row["undated"]

@@ -28,12 +28,13 @@ CLASSID = LOCK_KEY >> 32
 OBJID = LOCK_KEY & 0xFFFFFFFF
 
 
-# What the platform's daily purges delete (ADR-021,
-# /work/shared/platform-records/000_bdd2da6375d6ea11.txt): MVP-3 "DELETE FROM
+# What the platform's daily purges delete (ADR-021): MVP-3 "DELETE FROM
 # evento_dead_letter WHERE status IN ('resolved', 'discarded') ... AND
 # resolved_at < now() - make_interval(days => $3)", MVP-1 "DELETE FROM
 # notification_processed_events WHERE processed_at < now() - make_interval(days => $1)",
-# both in every tenant's schema.
+# both in the schema of every tenant the jobs list: "public.tenants WHERE status='active'
+# AND provisioning_status='active'" (a suspended tenant's rows are never purged).
+PURGED_TENANTS_STATUS = ("status", "active")
 DEAD_LETTERS = "evento_dead_letter"
 TERMINAL = ("resolved", "discarded")
 RESOLVED_AT = "resolved_at"
@@ -68,6 +69,8 @@ def fixed_signals() -> dict[str, dict[str, Any]]:
         "housekeeping": {
             "source": "postgresql",
             "scope": "tenant",
+            # Beside the tenant list's conditions: the purge jobs skip every other status.
+            "tenants": {PURGED_TENANTS_STATUS[0]: PURGED_TENANTS_STATUS[1]},
             "tables": {
                 DEAD_LETTERS: {
                     "terminal": {"status": list(TERMINAL)},

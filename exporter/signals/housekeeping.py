@@ -1,7 +1,9 @@
-"""housekeeping: what the platform's daily purges leave behind, over every tenant.
+"""housekeeping: what the platform's daily purges leave behind, over the tenants they walk.
 
-ADR-021 (/work/shared/platform-records/000_bdd2da6375d6ea11.txt, MVP-1 and
-MVP-3) promises two daily purges in every tenant's schema:
+ADR-021 (MVP-1 and MVP-3) promises two daily purges in the schema of every
+tenant whose status is 'active' (beside the tenant list's own conditions; a
+suspended tenant's rows are kept, so reading them would page for a purge that
+runs):
 
 - terminal dead letters (`evento_dead_letter`, status `resolved` or
   `discarded`) are deleted once `resolved_at` is 90 days old, per
@@ -15,7 +17,7 @@ horizons. A terminal dead letter with a NULL `resolved_at` breaks the
 platform's invariant (`transition_status` sets both in one UPDATE) and is never
 purged (NULL is never `< now() - interval`): it is counted, never a failure.
 
-Every tenant is read through the batched tenant reading the table signals use
+Those tenants are read through the batched tenant reading the table signals use
 (exporter.sources.postgres.source fetch_tenant_batches); the oldest time is absent
 when no row is there (none resolved yet, no notification processed).
 """
@@ -23,15 +25,18 @@ when no row is there (none resolved yet, no notification processed).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import asyncpg
 
-from exporter.contract.fixed import DEAD_LETTERS, DEDUP, PROCESSED_AT, RESOLVED_AT, TERMINAL
+from exporter.conditions import Condition
+from exporter.contract.fixed import DEAD_LETTERS, DEDUP, PROCESSED_AT, PURGED_TENANTS_STATUS, RESOLVED_AT, TERMINAL
 from exporter.errors import ContractViolation
 from exporter.samples import Sample
 from exporter.signals.base import Signal, Source, instant_seconds
 from exporter.sources import Sources
 from exporter.sources.postgres.column_types import INTEGER, ResultTypes, time_column
+from exporter.sources.postgres.source import Postgres
 from exporter.zones import UTC, epoch_sql, instant_sql
 from registry.families import HOUSEKEEPING_DEDUP_OLDEST, HOUSEKEEPING_TERMINAL_OLDEST, HOUSEKEEPING_TERMINAL_UNDATED
 
@@ -102,10 +107,20 @@ class Oldest:
         ]
 
 
+async def purged_tenants(postgres: Postgres) -> frozenset[str]:
+    """The tenants the purge jobs walk: the tenant list's whose status is also 'active'."""
+    tenants = postgres.settings.tenants
+    column, value = PURGED_TENANTS_STATUS
+    sql, args = replace(tenants, measured=(*tenants.measured, Condition(column, (value,)))).query()
+    # A NULL status is no 'active' one: the jobs skip it too.
+    return frozenset(row["slug"] for row in await postgres.fetch(sql, *args) if not row["unstated"])
+
+
 async def measure(sources: Sources) -> list[Sample]:
     postgres = sources.require_postgres(NAME)
+    within = await purged_tenants(postgres)
     with time_column(NAME, RESOLVED):
-        rows = await postgres.fetch_tenant_batches(NAME, batch_sql, (), TYPES)
+        rows = await postgres.fetch_tenant_batches(NAME, batch_sql, (), TYPES, within=within)
     oldest = Oldest()
     for row in rows:
         oldest.add(row)

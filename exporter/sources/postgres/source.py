@@ -322,9 +322,11 @@ class Postgres:
         batch_sql: Callable[[Sequence[str]], str],
         args: Sequence[object] = (),
         types: ResultTypes | None = None,
+        within: frozenset[str] | None = None,
     ) -> list[asyncpg.Record]:
-        """Run `batch_sql` over every active tenant's schema, batch by batch,
-        binding `args` to every batch's statement, whose result columns must be of the `types`.
+        """Run `batch_sql` over every active tenant's schema (those `within`, when given),
+        batch by batch, binding `args` to every batch's statement, whose result columns must
+        be of the `types`.
 
         Each batch is one statement in its own transaction. The batches are
         split into contiguous ranges, one per lane; the lanes run side by side,
@@ -338,7 +340,7 @@ class Postgres:
             # The pass a deadline cut is still warming the lanes: let it end first.
             with contextlib.suppress(Exception):
                 await asyncio.shield(previous)
-        slugs = await self.active_tenant_slugs()
+        slugs = [slug for slug in await self.active_tenant_slugs() if within is None or slug in within]
         batches = tenant_batches(slugs, self.settings.batch_size)
         statements = [batch_sql([tenant_schema(signal, slug) for slug in batch]) for batch in batches]
         task = asyncio.get_running_loop().create_task(self._run_batches(signal, statements, args, types))

@@ -54,10 +54,13 @@ async def truth(platform: Platform, slugs: list[str]) -> tuple[dict[str, float],
 
 async def test_oldest_terminal_undated_and_dedup_over_tenants_equal_the_database(platform: Platform) -> None:
     await platform.add_tenant("acme")
-    await platform.add_tenant("globex", status="suspended")  # still measured
+    await platform.add_tenant("globex")
+    # The purge jobs walk only tenants whose status is 'active' too: a suspended tenant's rows are
+    # kept, so they are not read (they would page for a purge that runs).
+    await platform.add_tenant("umbrella", status="suspended")
     await platform.add_tenant("initech", provisioning_status="provisioning")  # skipped
     created = at("2026-08-01 00:00:00")
-    for slug in ("acme", "globex", "initech"):
+    for slug in ("acme", "globex", "umbrella", "initech"):
         for n, group in enumerate(("signature-service", "workflow-service", "notification-service")):
             await platform.add_dead_letter(slug, f"e{n}", group, "pending", created)
             await platform.add_dead_letter(slug, f"p{n}", group, "pending", created)  # stays pending
@@ -67,9 +70,12 @@ async def test_oldest_terminal_undated_and_dedup_over_tenants_equal_the_database
     await resolve(platform, "globex", "e1", "resolved", None)  # out of the invariant: never purged
     await resolve(platform, "acme", "e2", "resolved", None)
     await resolve(platform, "globex", "e2", "resolved", None)
+    await resolve(platform, "umbrella", "e0", "resolved", at("2026-02-01 00:00:00"))  # suspended: not purged
+    await resolve(platform, "umbrella", "e2", "resolved", None)
     await resolve(platform, "initech", "e0", "resolved", at("2026-01-01 00:00:00"))  # not an active tenant
     await processed(platform, "acme", "n1", at("2026-11-20 00:00:00"))
     await processed(platform, "globex", "n1", at("2026-11-18 06:00:00"))
+    await processed(platform, "umbrella", "n1", at("2026-02-01 00:00:00"))
     await processed(platform, "initech", "n1", at("2026-01-01 00:00:00"))
 
     page = await scrape_once(platform.exporter_url, signals="housekeeping")
@@ -84,6 +90,18 @@ async def test_oldest_terminal_undated_and_dedup_over_tenants_equal_the_database
     assert page.family(UNDATED) == {(("origin_group", group),): count for group, count in undated.items()}
     assert page.get(UNDATED, origin_group="notification-service") == 2
     assert page.get(DEDUP) == dedup == at("2026-11-18 06:00:00").timestamp()
+
+
+async def test_a_tenant_list_without_any_purged_tenant_reads_no_row(platform: Platform) -> None:
+    await platform.add_tenant("umbrella", status="suspended")
+    await platform.add_dead_letter("umbrella", "e1", "workflow-service", "pending", at("2026-01-01 00:00:00"))
+    await resolve(platform, "umbrella", "e1", "resolved", at("2026-01-02 00:00:00"))
+    await processed(platform, "umbrella", "n1", at("2026-01-01 00:00:00"))
+    page = await scrape_once(platform.exporter_url, signals="housekeeping")
+    assert page.measured("housekeeping") == 1
+    assert page.family(OLDEST) == {}
+    assert page.family(DEDUP) == {}
+    assert set(page.family(UNDATED).values()) == {0}
 
 
 async def test_none_resolved_yet_leaves_the_oldest_times_absent_and_the_count_zero(platform: Platform) -> None:
