@@ -146,6 +146,17 @@ def query(prom: RunningProcess, expr: str) -> list[dict[str, Any]]:
     return result
 
 
+def rule_group_durations(prom: RunningProcess) -> dict[str, float]:
+    """prometheus_rule_group_last_duration_seconds per group, from the server's own page."""
+    page = http_get(prom.url + "/metrics", timeout=10).text
+    found: dict[str, float] = {}
+    for line in page.splitlines():
+        if line.startswith("prometheus_rule_group_last_duration_seconds{"):
+            labels, value = line.rsplit(" ", 1)
+            found[labels.split(";")[-1].rstrip('"}')] = float(value)
+    return found
+
+
 def evaluated_beside(stack: ExitStack, *configs: Mapping[str, Any]) -> Callable[[], None]:
     """The mixin evaluated for each of `configs` in a thread owned by `stack` (seconds of CPU
     each; jsonnet releases the GIL), while the caller starts its servers; the function returned

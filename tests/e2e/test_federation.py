@@ -31,12 +31,18 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import evaluated_beside, prometheus_server, query, reload_prometheus, wait_for
+from tests.e2e.stack import (
+    evaluated_beside,
+    prometheus_server,
+    query,
+    reload_prometheus,
+    rule_group_durations,
+    wait_for,
+)
 from tests.e2e.test_ha_remote_write import (
     TOTAL,
     folder,
     raw_samples,
-    rule_group_durations,
     seeded,
     sql_pending,
     total_now,

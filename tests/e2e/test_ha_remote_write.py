@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from devkit.mixin import evaluate, rules_yaml
-from devkit.process import RunningProcess, exporter_process, http_get
+from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import evaluated_beside, prometheus_server, query, wait_for
+from tests.e2e.stack import evaluated_beside, prometheus_server, query, rule_group_durations, wait_for
 from tests.platform import Platform, create_platform
 
 JOB = "orpycamcp-exporter"
@@ -98,17 +98,6 @@ def raw_samples(prom: RunningProcess, expr: str, since: float) -> dict[float, fl
     found: dict[float, float] = {}
     for series in query(prom, f"{expr}[{window}s]"):
         found.update({float(at): float(value) for at, value in series["values"] if float(at) >= since})
-    return found
-
-
-def rule_group_durations(prom: RunningProcess) -> dict[str, float]:
-    """prometheus_rule_group_last_duration_seconds per group, from the server's own page."""
-    page = http_get(prom.url + "/metrics", timeout=10).text
-    found: dict[str, float] = {}
-    for line in page.splitlines():
-        if line.startswith("prometheus_rule_group_last_duration_seconds{"):
-            labels, value = line.rsplit(" ", 1)
-            found[labels.split(";")[-1].rstrip('"}')] = float(value)
     return found
 
 
