@@ -108,12 +108,13 @@ class Oldest:
 
 
 async def purged_tenants(postgres: Postgres) -> frozenset[str]:
-    """The tenants the purge jobs walk: the tenant list's whose status is also 'active'."""
+    """The tenants the purge jobs walk: the tenant list's whose status is also 'active',
+    read as the tenant list is (its errors, its refusal of a NULL where it looks)."""
     tenants = postgres.settings.tenants
     column, value = PURGED_TENANTS_STATUS
-    sql, args = replace(tenants, measured=(*tenants.measured, Condition(column, (value,)))).query()
-    # A NULL status is no 'active' one: the jobs skip it too.
-    return frozenset(row["slug"] for row in await postgres.fetch(sql, *args) if not row["unstated"])
+    return frozenset(
+        await postgres.tenant_slugs(replace(tenants, measured=(*tenants.measured, Condition(column, (value,)))))
+    )
 
 
 async def measure(sources: Sources) -> list[Sample]:

@@ -299,16 +299,25 @@ class Postgres:
         with typed_errors(self._mask):
             return list(await self._tenant_list.value())
 
+    async def tenant_slugs(self, tenants: TenantList) -> list[str]:
+        """The tenants another list than the measured one names (a signal's narrower filter),
+        read now, failing as the tenant list does."""
+        self._life.ensure_open()
+        with typed_errors(self._mask):
+            return await self._read_tenant_list(tenants)
+
     async def _read_tenants(self) -> list[str]:
+        return await self._read_tenant_list(self.settings.tenants)
+
+    async def _read_tenant_list(self, tenants: TenantList) -> list[str]:
         try:
-            rows = await self._fetch(*self.settings.tenants.query())
+            rows = await self._fetch(*tenants.query())
         except UNREADABLE_TENANT_LIST as exc:
             if row_security_table(exc) is not None:
                 raise  # every row or none: not a missing grant (exporter.sources.postgres.errors)
             raise TenantListUnreadable(exc.sqlstate, self._mask(str(exc))) from exc
         unstated = sum(1 for row in rows if row["unstated"])
         if unstated:
-            tenants = self.settings.tenants
             raise ContractViolation(
                 "tenants",
                 f"{tenants.name}.{'/'.join(tenants.condition_columns)}",
