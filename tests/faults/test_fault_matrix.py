@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -441,7 +440,6 @@ async def test_postgres_killed_while_a_measurement_is_in_flight(
     locker = await asyncpg.connect(platform.admin_url)
     try:
         await locker.execute(f"BEGIN; LOCK TABLE {DL} IN ACCESS EXCLUSIVE MODE")
-        started = time.monotonic()
         scraping = asyncio.create_task(timed_scrape(exporter, timeout=deadline + 1))
         assert await wait_until(platform.exporter_waiting_on_a_lock, deadline / 2)
 
@@ -451,8 +449,8 @@ async def test_postgres_killed_while_a_measurement_is_in_flight(
         await wait_until(others_done, 1.0)
         own_pg.stop(signal.SIGKILL)  # the dlq statement is in flight, blocked on the lock
         page = await scraping
-        assert time.monotonic() - started < deadline, "the killed connection was not noticed before the deadline"
         assert_page(page, ("dlq",), kept={"dlq": None})
+        # Noticed before the deadline: a statement the deadline cut would read `timeout`.
         assert reasons(caplog, "dlq") == {"connection_error"}
     finally:
         locker.terminate()

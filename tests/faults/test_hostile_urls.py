@@ -89,7 +89,7 @@ def serve_once(option: str, url: str, log_format: str) -> str:
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a loaded machine starts Python slowly
         while process.poll() is None and time.monotonic() < deadline:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)

@@ -97,7 +97,7 @@ def site(module_platform: Platform, tmp_path: Path) -> Iterator[Site]:
         assert process.process.poll() is None, "the exporter died"
 
 
-def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+def eventually(check: Callable[[], bool], within: float = 30.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if check():

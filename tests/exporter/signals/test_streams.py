@@ -436,12 +436,10 @@ async def test_redis_stopped_fails_fast_and_recovers_without_a_new_exporter(
 
         own_redis.stop()
         clock.advance(3.1)
-        started = time.monotonic()
         page = await scrape(exporter)
-        elapsed = time.monotonic() - started
         assert_unmeasured(page)
-        # A refused connection is reported at once, not retried until the deadline.
-        assert elapsed < 1.0
+        # A refused connection is reported as such, not retried until the deadline cuts it
+        # (which would read `timeout`).
         assert reasons(caplog) == ["connection_error"]
         for signal in POSTGRES_SIGNALS:
             assert page.measured(signal) == 1
@@ -544,9 +542,11 @@ async def test_a_server_busy_past_the_deadline_is_a_timeout(
     busy = connect(redis.url)
     try:
         assert await busy.ping()
-        sleeping = asyncio.create_task(debug_sleep(busy, 1.5))
+        # Busy 4 s: seen busy within 2 s, the scrape's commands wait 0.5 s past its deadline
+        # with time to spare on a loaded machine.
+        sleeping = asyncio.create_task(debug_sleep(busy, 4))
         try:
-            assert await wait_until(lambda: server_is_busy(redis.port), 1.0), "DEBUG SLEEP never started"
+            assert await wait_until(lambda: server_is_busy(redis.port), 2.0), "DEBUG SLEEP never started"
             started = time.monotonic()
             page = await scrape(exporter)
             elapsed = time.monotonic() - started

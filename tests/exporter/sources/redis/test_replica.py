@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 LAG = "orpycamcp_redis_replica_lag_seconds"
 ENTRIES = "orpycamcp_deadletter_stream_entries"
-BOUND = 3  # seconds: --redis.replica-max-staleness for these tests
+BOUND = 5  # seconds: --redis.replica-max-staleness for these tests (a loaded machine's scrape falls within it)
 TTL = 100.0  # seconds on the tests' clock: no real time passes for it
 STREAM = DEADLETTER_STREAMS[0]
 

@@ -94,7 +94,7 @@ async def test_close_ends_the_connection_and_a_later_read_builds_no_client(redis
         async def gone() -> bool:
             return not await exporter_clients(db)
 
-        await wait_until(gone, 5)  # the server notices the closed socket shortly after
+        await wait_until(gone, 30)  # the server notices the closed socket shortly after
         assert await exporter_clients(db) == []
 
         with pytest.raises(Closed, match="the Redis reader is closed"):
