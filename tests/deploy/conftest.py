@@ -3,6 +3,9 @@ built once per session, and what they measured reported at the end of the run.""
 
 from __future__ import annotations
 
+import fcntl
+import os
+
 import pytest
 
 from devkit import images
@@ -33,12 +36,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(line)
 
 
+def background_build_ended() -> None:
+    """Waits for the images scripts/engine.bash builds beside the tests: the build holds
+    the lock ORPYCAMCP_IMAGES_LOCK names until it exits (none named: nothing to wait for)."""
+    path = os.environ.get("ORPYCAMCP_IMAGES_LOCK")
+    if path:
+        with open(path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+
+
 @pytest.fixture(scope="session")
 def server_images(docker_engine: DockerEngine, request: pytest.FixtureRequest) -> dict[str, str]:
     """The python, postgres and redis images (built here on Debian bookworm unless official ones are used).
 
     Built by one worker at a time: the next finds them built on a shared engine.
     """
+    background_build_ended()
     try:
         with one_worker_at_a_time(request.config, "images"):
             return images.server_images()

@@ -23,6 +23,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.alone]
 FLOOD = 10_000
 # A sanity bound only, far above the ~100 MiB measured (bench/flood.py): a leak per connection breaks it.
 RSS_BOUND_KIB = 300 * 1024
+# The ramp ends once 98% of the flood is open, however long that takes on a loaded machine
+# (at load 17 the trickle opened 9,216 connections in 60 s): this bounds it only.
+RAMP_LIMIT = 240
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,7 +57,9 @@ async def test_ten_thousand_connections_held_open_do_not_stop_a_scrape(
 ) -> None:
     # A head timeout longer than the test, so that all 10,000 are open at once.
     with exporter(module_platform, tmp_path, "--web.request-head-timeout", "300") as process:
-        run = await measure_flood(process.url, process.port, process.process.pid, FLOOD, mode, seconds=8)
+        run = await measure_flood(
+            process.url, process.port, process.process.pid, FLOOD, mode, seconds=8, ramp_limit=RAMP_LIMIT
+        )
     assert run.flood is not None
     assert run.flood.held_max == FLOOD, run.summary()
     assert max(run.ramp.open_connections_max, run.loaded.open_connections_max) > FLOOD, run.summary()
@@ -66,7 +71,7 @@ async def test_ten_thousand_connections_held_open_do_not_stop_a_scrape(
 async def test_at_the_cap_the_longest_idle_connections_are_shed(module_platform: Platform, tmp_path: Path) -> None:
     cap = 200
     with exporter(module_platform, tmp_path, "--web.max-connections", str(cap)) as process:
-        run = await measure_flood(process.url, process.port, process.process.pid, 1000, "idle", seconds=5, ramp_limit=5)
+        run = await measure_flood(process.url, process.port, process.process.pid, 1000, "idle", seconds=3, ramp_limit=5)
         log = process.log()
     assert_served_throughout(run)
     assert run.loaded.open_connections_max <= cap

@@ -74,7 +74,7 @@ async def test_nodes_closing_idle_connections_cost_no_measurement(cluster: Local
     expected = await expected_values(plain)
     source = streams_source(urls(cluster))
     try:
-        for _ in range(10):
+        for _ in range(4):
             assert counts_of(await measure_streams(source)) == expected
             held = exporter_client_ids(cluster)
             assert held
