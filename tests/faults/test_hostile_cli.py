@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -65,8 +66,10 @@ def serve_start(*args: str, listen: str = "127.0.0.1:0") -> tuple[int | None, st
 def assert_agree(option: str, path: Path, text: str) -> None:
     """`check-config` and `serve` given `text` as the file of `option` refuse it alike, or both accept it."""
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    checked = check_config(*SOURCES, option, str(path))
-    code, served = serve_start(*SOURCES, option, str(path))
+    with ThreadPoolExecutor(max_workers=2) as commands:  # each mostly waits for its start
+        checking = commands.submit(check_config, *SOURCES, option, str(path))
+        serving = commands.submit(serve_start, *SOURCES, option, str(path))
+    checked, (code, served) = checking.result(), serving.result()
     for output in (checked.stdout + checked.stderr, served):
         assert "Traceback" not in output, output
     if checked.returncode == 0:
@@ -97,15 +100,18 @@ def test_check_config_and_serve_agree_on_a_web_config(directory: Path, text: str
 @few(fast=4, ci=12)
 @given(host=HOSTS.filter(lambda host: "\x00" not in host))
 def test_check_config_serve_and_healthcheck_refuse_a_listen_host_alike(host: str) -> None:
-    checked = check_config(*SOURCES, "--web.listen-address", f"{host}:0")
-    code, served = serve_start(*SOURCES, listen=f"{host}:0")
-    health = subprocess.run(
-        [sys.executable, "-m", "exporter", "healthcheck", "--web.listen-address", f"{host}:0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    with ThreadPoolExecutor(max_workers=3) as commands:  # each mostly waits for its start
+        checking = commands.submit(check_config, *SOURCES, "--web.listen-address", f"{host}:0")
+        serving = commands.submit(serve_start, *SOURCES, listen=f"{host}:0")
+        healthchecking = commands.submit(
+            subprocess.run,
+            [sys.executable, "-m", "exporter", "healthcheck", "--web.listen-address", f"{host}:0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    checked, (code, served), health = checking.result(), serving.result(), healthchecking.result()
     for output in (checked.stdout + checked.stderr, served, health.stdout + health.stderr):
         assert "Traceback" not in output, output
     if checked.returncode == 0:
@@ -117,14 +123,17 @@ def test_check_config_serve_and_healthcheck_refuse_a_listen_host_alike(host: str
 
 
 def printed(url: str) -> str:
-    checked = check_config("--database.url", url)
-    diagnosed = subprocess.run(
-        [sys.executable, "-m", "exporter", "diagnose", "--database.url", url, "--deadline", "2"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    with ThreadPoolExecutor(max_workers=2) as commands:  # each mostly waits (its start, a 2 s deadline)
+        checking = commands.submit(check_config, "--database.url", url)
+        diagnosing = commands.submit(
+            subprocess.run,
+            [sys.executable, "-m", "exporter", "diagnose", "--database.url", url, "--deadline", "2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    checked, diagnosed = checking.result(), diagnosing.result()
     assert "Traceback" not in diagnosed.stdout + diagnosed.stderr
     return checked.stdout + checked.stderr + diagnosed.stdout + diagnosed.stderr
 
@@ -137,5 +146,7 @@ def test_check_config_and_diagnose_print_no_piece_of_a_password(password: str, f
             return f"postgresql://u:{secret}@127.0.0.1:1/db"
         return f"postgresql://u@127.0.0.1:1/db?sslmode=disable&password={secret}"
 
-    output = printed(url(password))
-    assert not leaks(password, output, printed(url(twin(password)))), output
+    with ThreadPoolExecutor(max_workers=2) as both:
+        secret, other = both.submit(printed, url(password)), both.submit(printed, url(twin(password)))
+    output = secret.result()
+    assert not leaks(password, output, other.result()), output

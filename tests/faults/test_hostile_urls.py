@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -125,15 +126,20 @@ def serve_once(option: str, url: str, log_format: str) -> str:
 def test_no_command_prints_the_password(module_platform: Platform, redis: RedisServer, name: str) -> None:
     option, url = hostile_urls(module_platform, redis)[name]
     assert_no_fragment(redact_url(url), "redact_url")
-    checked = run("check-config", option, url)
+    # The four commands beside each other: each mostly waits (its start, a 2 s deadline).
+    with ThreadPoolExecutor(max_workers=4) as commands:
+        checking = commands.submit(run, "check-config", option, url)
+        diagnosing = commands.submit(run, "diagnose", option, url, "--deadline", "2")
+        serving = {form: commands.submit(serve_once, option, url, form) for form in ("text", "json")}
+    checked = checking.result()
     assert checked.returncode in (0, 2)
     assert_no_fragment(checked.stdout + checked.stderr, "check-config")
-    diagnosed = run("diagnose", option, url, "--deadline", "2")
+    diagnosed = diagnosing.result()
     assert diagnosed.returncode in (1, 2)
     assert "Traceback" not in diagnosed.stdout + diagnosed.stderr
     assert_no_fragment(diagnosed.stdout + diagnosed.stderr, "diagnose")
-    for log_format in ("text", "json"):
-        assert_no_fragment(serve_once(option, url, log_format), f"serve ({log_format})")
+    for log_format, served in serving.items():
+        assert_no_fragment(served.result(), f"serve ({log_format})")
 
 
 def test_an_unencoded_password_is_refused_with_the_remedy() -> None:
