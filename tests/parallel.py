@@ -79,8 +79,8 @@ def one_worker_at_a_time(config: pytest.Config, name: str) -> Iterator[None]:
 # --no-loadscope-reorder`, scripts/test): these first, so that the run does not end with one
 # worker in a long module and the other idle, as it did when pytest-xdist sent the modules with
 # most tests first and these (one to four tests each) last. Keep it to the top of the 25
-# slowest that every run prints. The images are built before the tests now (.ci/run,
-# scripts/test): their module is no longer the longest.
+# slowest that every run prints. The images are built before and beside the tests now (.ci/run,
+# scripts/test; the image tests wait for that build): their module is no longer the longest.
 LONGEST_FIRST = (
     "tests/properties/test_configurations.py",  # 331 s, three properties (182, 123, 26)
     "tests/alerts/test_rules.py",  # promtool over every rule test, one run per file (databases 51, dlq 25)
@@ -96,7 +96,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_ha_remote_write.py",  # 49 s
     "tests/alerts/test_mixin_lint.py",  # 79 s (52, 27), about half with go-jsonnet for the local path
     "tests/exporter/sources/postgres/test_scale.py",  # 32 s
-    "tests/deploy/test_image.py",  # 31 s of setup with the images built beforehand, 100 s when it builds them
+    "tests/deploy/test_image.py",  # 31 s of setup with the images built, 100 s when it builds them
     "tests/e2e/test_platform_totals.py",  # 27 s
     "tests/e2e/test_sharded.py",  # 26 s
     "tests/deploy/test_compose_up.py",  # 24 s
