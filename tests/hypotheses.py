@@ -13,9 +13,12 @@ PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "fast")
 if PROFILE not in ("fast", "ci"):
     raise RuntimeError(f"HYPOTHESIS_PROFILE={PROFILE!r}: the profiles are fast and ci")
 
-settings.register_profile("fast", print_blob=True)
-# CI: the same properties, more examples each, never stopped by a slow machine's timing.
-settings.register_profile("ci", print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+# Neither profile times an example (Hypothesis's default deadline is 200 ms, which a
+# loaded machine overran: a test failing by timing alone) or its data's generation.
+UNTIMED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("fast", UNTIMED, print_blob=True)
+# CI: the same properties, more examples each.
+settings.register_profile("ci", UNTIMED, print_blob=True)
 settings.load_profile(PROFILE)
 
 
