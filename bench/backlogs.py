@@ -143,7 +143,7 @@ def pending_total(caches: Mapping[str, SignalCache], signal: str, family: str) -
 
 async def measure(
     url: str,
-    backlogs_file: str,
+    backlogs_config_file: str,
     tenants: int,
     outbox_rows: int,
     runs: int,
@@ -169,7 +169,7 @@ async def measure(
     want_states = expected_states(tenants, recent)
     correct = True
     for run in range(runs):
-        values = {"database_url": url, "signals": ",".join(SIGNALS), "backlogs_file": backlogs_file}
+        values = {"database_url": url, "signals": ",".join(SIGNALS), "backlogs_config_file": backlogs_config_file}
         settings = load({**values, "deadline": str(deadline), "ttl": str(deadline * 2)}, {})
         exporter = build_exporter(settings)
         for cache in exporter.caches.values():
@@ -223,7 +223,7 @@ def markdown(figures: Figures) -> str:
     return "\n".join(rows) + "\n"
 
 
-async def run(args: argparse.Namespace, server: LocalPostgres, backlogs_file: str) -> Figures:
+async def run(args: argparse.Namespace, server: LocalPostgres, backlogs_config_file: str) -> Figures:
     admin_url = await create_database(server, "bench", EXPORTER_PASSWORD)
     url = server.url(user="orpycamcp_exporter", password=EXPORTER_PASSWORD, database="bench")
     started = time.monotonic()
@@ -236,7 +236,7 @@ async def run(args: argparse.Namespace, server: LocalPostgres, backlogs_file: st
     created = time.monotonic() - started
     print(f"{args.tenants:,} tenants and their queues in {created:.0f} s", flush=True)
     figures = await measure(
-        url, backlogs_file, args.tenants, args.outbox_rows, args.runs, args.steady, args.recent, args.deadline
+        url, backlogs_config_file, args.tenants, args.outbox_rows, args.runs, args.steady, args.recent, args.deadline
     )
     figures.create_seconds = round(created, 1)
     return figures
@@ -255,11 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as directory:
-        backlogs_file = str(Path(directory) / "backlogs.yml")
-        Path(backlogs_file).write_text(BACKLOGS)
+        backlogs_config_file = str(Path(directory) / "backlogs.yml")
+        Path(backlogs_config_file).write_text(BACKLOGS)
         server = start_postgres()
         try:
-            figures = asyncio.run(run(args, server, backlogs_file))
+            figures = asyncio.run(run(args, server, backlogs_config_file))
         finally:
             server.remove()
     save_figures(args.out, "backlogs", figures)

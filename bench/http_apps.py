@@ -93,7 +93,7 @@ def main() -> None:
     app = constant_app(page) if kind == "constant" else prometheus_client_app(page)
     # The exporter's own uvicorn settings; the exporter object is never used.
     settings = load(
-        {"database_url": "postgresql://unused@127.0.0.1:1/unused", "listen_address": f"127.0.0.1:{port}"}, {}
+        {"database_url": "postgresql://unused@127.0.0.1:1/unused", "web_listen_address": f"127.0.0.1:{port}"}, {}
     )
     config = uvicorn_config(settings, build_exporter(settings), WebConfig())
     config.app = app

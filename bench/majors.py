@@ -253,11 +253,13 @@ async def settled(admin_url: str) -> None:
     await asyncio.sleep(1.0)
 
 
-def new_exporter(url: str, backlogs_file: str, deadline: float, generic: bool, backlogs: bool = True) -> Exporter:
+def new_exporter(
+    url: str, backlogs_config_file: str, deadline: float, generic: bool, backlogs: bool = True
+) -> Exporter:
     options = {
         "database_url": url,
         "signals": SIGNALS if backlogs else DEFAULT_SIGNALS,
-        "backlogs_file": backlogs_file,
+        "backlogs_config_file": backlogs_config_file,
         "deadline": str(deadline),
         "ttl": str(2 * deadline),
     }
@@ -297,13 +299,13 @@ async def run_exporter(
     server: LocalPostgres,
     admin_url: str,
     url: str,
-    backlogs_file: str,
+    backlogs_config_file: str,
     args: argparse.Namespace,
     generic: bool,
     tenants: int,
 ) -> tuple[Run, bool]:
     refreshes, backlogs = args.refreshes, not args.no_backlog
-    exporter = new_exporter(url, backlogs_file, args.deadline, generic, backlogs)
+    exporter = new_exporter(url, backlogs_config_file, args.deadline, generic, backlogs)
     check = totals_check(tenants, backlogs)
     walls: list[float] = []
     failures: list[str] = []
@@ -327,11 +329,11 @@ async def run_exporter(
 
 
 async def plan_counts(
-    server: LocalPostgres, admin_url: str, url: str, backlogs_file: str, deadline: float, generic: bool
+    server: LocalPostgres, admin_url: str, url: str, backlogs_config_file: str, deadline: float, generic: bool
 ) -> dict[str, dict[str, int]]:
     """Planner runs per kind of statement over PLAN_RUNS refreshes of a fresh exporter."""
     await execute(admin_url, "SELECT pg_stat_statements_reset()")
-    exporter = new_exporter(url, backlogs_file, deadline, generic)
+    exporter = new_exporter(url, backlogs_config_file, deadline, generic)
     try:
         for _ in range(PLAN_RUNS):
             await exporter.scrape()
@@ -385,7 +387,7 @@ async def failed_batch_log(server: LocalPostgres, admin_url: str, url: str, dead
     return sizes
 
 
-async def measure_major(major: int, tenants: int, args: argparse.Namespace, backlogs_file: str) -> MajorFigures:
+async def measure_major(major: int, tenants: int, args: argparse.Namespace, backlogs_config_file: str) -> MajorFigures:
     server = start_major(major)
     try:
         admin_url = await create_database(server, "bench", EXPORTER_PASSWORD)
@@ -416,7 +418,7 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
                     )
                 else:
                     generic = name == "exporter"
-                    run, ok = await run_exporter(server, admin_url, url, backlogs_file, args, generic, tenants)
+                    run, ok = await run_exporter(server, admin_url, url, backlogs_config_file, args, generic, tenants)
                     correct = correct and ok
                 subjects[name].runs.append(run)
                 print(f"  round {number + 1} {name}: {' '.join(f'{w * 1000:.0f}' for w in run.walls)} ms", flush=True)
@@ -434,9 +436,9 @@ async def measure_major(major: int, tenants: int, args: argparse.Namespace, back
         )
         server.start()
         await execute(admin_url, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        plans["exporter"] = await plan_counts(server, admin_url, url, backlogs_file, args.deadline, True)
+        plans["exporter"] = await plan_counts(server, admin_url, url, backlogs_config_file, args.deadline, True)
         if args.before:
-            plans["before"] = await plan_counts(server, admin_url, url, backlogs_file, args.deadline, False)
+            plans["before"] = await plan_counts(server, admin_url, url, backlogs_config_file, args.deadline, False)
         log_bytes = await failed_batch_log(server, admin_url, url, args.deadline)
     finally:
         server.remove()
@@ -538,10 +540,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {"command": command, "options": {k: str(v) for k, v in vars(args).items()}}
     figures: list[MajorFigures] = []
     with tempfile.TemporaryDirectory() as directory:
-        backlogs_file = str(Path(directory) / "backlogs.yml")
-        Path(backlogs_file).write_text(KYC)
+        backlogs_config_file = str(Path(directory) / "backlogs.yml")
+        Path(backlogs_config_file).write_text(KYC)
         for major in majors:
-            figures.append(asyncio.run(measure_major(major, args.tenants, args, backlogs_file)))
+            figures.append(asyncio.run(measure_major(major, args.tenants, args, backlogs_config_file)))
             # Written after every major: a long run that stops keeps what it measured.
             header = f"{stamp} UTC, `{command.strip()}`, {time.monotonic() - started:.0f} s;"
             header += f" pinned: {pinned_versions()}\n\n"

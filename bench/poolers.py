@@ -46,7 +46,7 @@ EXPORTER_ROLE = "orpycamcp_exporter"
 
 async def exporter_round(url: str, pool_mode: str, steady: int, signals: str, check: CountsCheck) -> PoolerFigures:
     """One fresh exporter: its first refresh, then `steady` more; counts checked on the first complete one."""
-    async with fresh_exporter({"database_url": url, "signals": signals, "pool_mode": pool_mode}) as exporter:
+    async with fresh_exporter({"database_url": url, "signals": signals, "database_pool_mode": pool_mode}) as exporter:
         done = await refresh(exporter, steady, check)
     return PoolerFigures(
         "",

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     every = [item.name for item in OPTIONS]
     for command in COMMANDS:
         if command in DECLARATIONS_COMMANDS:
-            _add_options(commands.add_parser(command, help=DECLARATIONS_COMMANDS[command]), ["backlogs_file"])
+            _add_options(commands.add_parser(command, help=DECLARATIONS_COMMANDS[command]), ["backlogs_config_file"])
         else:
             _add_options(commands.add_parser(command, help=SETTINGS_COMMANDS[command]), every)
     return parser

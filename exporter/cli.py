@@ -47,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return healthcheck(values, os.environ)
     try:
         if args.command == "metrics":
-            print(_metrics(load_some(values, os.environ, ["backlogs_file"])["backlogs_file"]), end="")
+            print(_metrics(load_some(values, os.environ, ["backlogs_config_file"])["backlogs_config_file"]), end="")
             return 0
         if args.command == "contract":
-            print(_contract(load_some(values, os.environ, ["backlogs_file"])["backlogs_file"]), end="")
+            print(_contract(load_some(values, os.environ, ["backlogs_config_file"])["backlogs_config_file"]), end="")
             return 0
         if args.command == "demo":
             from exporter.tools.demo import run_demo
@@ -93,22 +93,26 @@ def refuse(exc: ConfigError | ListenError, values: Mapping[str, Any]) -> int:
     return 2
 
 
-def _metrics(backlogs_file: str | None) -> str:
+def _metrics(backlogs_config_file: str | None) -> str:
     """The registry table: the built-in families and, given a backlogs file, the declared ones."""
     from exporter.service import declared_catalog
 
-    if not backlogs_file:
+    if not backlogs_config_file:
         return metrics_table()
-    declared = load_declarations(backlogs_file, describe("backlogs_file"))
+    declared = load_declarations(backlogs_config_file, describe("backlogs_config_file"))
     registry = declared_catalog(declared).registry
     return metrics_table(registry, {b.name: b.help for b in declared.backlogs})
 
 
-def _contract(backlogs_file: str | None) -> str:
+def _contract(backlogs_config_file: str | None) -> str:
     """The data contract: the built-in signals' and, given a declarations file, what it declares."""
     from exporter.tools.contract import contract_yaml
 
-    declared = load_declarations(backlogs_file, describe("backlogs_file")) if backlogs_file else NO_DECLARATIONS
+    declared = (
+        load_declarations(backlogs_config_file, describe("backlogs_config_file"))
+        if backlogs_config_file
+        else NO_DECLARATIONS
+    )
     return contract_yaml(declared)
 
 

@@ -50,7 +50,7 @@ class ListenError(Exception):
     def __init__(self, address: str, problem: str) -> None:
         self.address = address
         self.problem = problem
-        super().__init__(f"cannot listen on {address}: {problem} (set another with {flag_of('listen_address')})")
+        super().__init__(f"cannot listen on {address}: {problem} (set another with {flag_of('web_listen_address')})")
 
 
 class MeasurementError(Exception):

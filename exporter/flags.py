@@ -3,9 +3,16 @@ the one place a flag is spelled. Plain data below everything else, so that an
 error or a hint can name the flag to set without importing the settings (which
 import most of the package). One style for every flag, Prometheus' own: a
 component, a dot, then the setting in dashed words (`--database.batch-size`); a
-flag of one word has no component (`--ttl`). `exporter.options.declared` gives each declared
-option its flag from here, and fails at import when a field has none or a flag
-no field.
+flag of one word has no component (`--ttl`).
+
+One name per setting, from flag to component: the `Settings` field is the flag
+without its leading dashes, dots and dashes made underscores
+(`--database.max-queries-per-connection` is `database_max_queries_per_connection`,
+`--web.config.file` is `web_config_file`, `--ttl` is `ttl`), and the component's
+own setting is the part after the component's dot (`PostgresSettings.max_queries_per_connection`,
+the web server's `request_head_timeout`). A table that breaks the rule fails at
+import; `exporter.options.declared` gives each declared option its flag from
+here, and fails at import when a field has none or a flag no field.
 """
 
 from __future__ import annotations
@@ -13,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from exporter.options import env_name
+from exporter.options import env_name, field_of
 
 FLAGS: Mapping[str, str] = MappingProxyType(
     {
-        "listen_address": "--web.listen-address",
+        "web_listen_address": "--web.listen-address",
         "database_url": "--database.url",
         "database_url_file": "--database.url-file",
         "redis_url": "--redis.url",
@@ -25,25 +32,25 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "redis_tls_ca_file": "--redis.tls-ca-file",
         "redis_tls_cert_file": "--redis.tls-cert-file",
         "redis_tls_key_file": "--redis.tls-key-file",
-        "redis_tls_skip_verify": "--redis.tls-insecure-skip-verify",
+        "redis_tls_insecure_skip_verify": "--redis.tls-insecure-skip-verify",
         "signals": "--signals",
         "ttl": "--ttl",
         "deadline": "--deadline",
         "signals_ttl": "--signals.ttl",
         "signals_deadline": "--signals.deadline",
-        "max_connections": "--database.max-connections",
-        "batch_size": "--database.batch-size",
-        "idle_close": "--database.idle-close",
-        "max_queries": "--database.max-queries-per-connection",
-        "pool_mode": "--database.pool-mode",
+        "database_max_connections": "--database.max-connections",
+        "database_batch_size": "--database.batch-size",
+        "database_idle_close": "--database.idle-close",
+        "database_max_queries_per_connection": "--database.max-queries-per-connection",
+        "database_pool_mode": "--database.pool-mode",
         "database_replica_max_staleness": "--database.replica-max-staleness",
         "redis_replica_max_staleness": "--redis.replica-max-staleness",
         "redis_sentinel_majority": "--redis.sentinel-majority",
-        "backlogs_file": "--backlogs.config-file",
+        "backlogs_config_file": "--backlogs.config-file",
         "web_config_file": "--web.config.file",
-        "http_max_connections": "--web.max-connections",
-        "head_timeout": "--web.request-head-timeout",
-        "trusted_proxies": "--web.trusted-proxies",
+        "web_max_connections": "--web.max-connections",
+        "web_request_head_timeout": "--web.request-head-timeout",
+        "web_trusted_proxies": "--web.trusted-proxies",
         "log_format": "--log.format",
         "log_level": "--log.level",
     }
@@ -65,6 +72,15 @@ DEPRECATED_FLAGS: Mapping[str, str] = MappingProxyType(
         "--log-level": "log_level",
     }
 )
+
+
+def _one_rule(flags: Mapping[str, str]) -> None:
+    broken = {name: flag for name, flag in flags.items() if field_of(flag) != name}
+    if broken:
+        raise ValueError(f"options not named after their flags: {broken}")
+
+
+_one_rule(FLAGS)
 
 
 def flag_of(name: str) -> str:

@@ -19,11 +19,11 @@ from exporter.settings import OPTIONS_BY_NAME, Settings, describe
 
 
 def _declarations(reading: OptionReading) -> Declarations:
-    path = reading.values["backlogs_file"]
+    path = reading.values["backlogs_config_file"]
     if not path:
         return NO_DECLARATIONS
     declared: Declarations | None = reading.check(
-        "backlogs_file", lambda: load_declarations(path, describe("backlogs_file"))
+        "backlogs_config_file", lambda: load_declarations(path, describe("backlogs_config_file"))
     )
     return declared or NO_DECLARATIONS
 

@@ -32,8 +32,8 @@ def deadline_below_ttl(reading: OptionReading) -> None:
 def idle_close_from_ttl(reading: OptionReading) -> None:
     """Unused connections are closed after `IDLE_CLOSE_TTLS` TTLs, unless set."""
     ttl = reading.values["ttl"]
-    if reading.values["idle_close"] is None and ttl is not None:
-        reading.values["idle_close"] = IDLE_CLOSE_TTLS * ttl
+    if reading.values["database_idle_close"] is None and ttl is not None:
+        reading.values["database_idle_close"] = IDLE_CLOSE_TTLS * ttl
 
 
 def _given(reading: OptionReading, *names: str) -> bool:
@@ -78,14 +78,14 @@ def _tls_files(parsed: Mapping[str, Any]) -> RedisTls:
         ca_file=parsed["redis_tls_ca_file"],
         cert_file=parsed["redis_tls_cert_file"],
         key_file=parsed["redis_tls_key_file"],
-        skip_verify=bool(parsed["redis_tls_skip_verify"]),
+        insecure_skip_verify=bool(parsed["redis_tls_insecure_skip_verify"]),
     )
     if not tls.given:
         return tls
     files = {"ca_file": "redis_tls_ca_file", "cert_file": "redis_tls_cert_file", "key_file": "redis_tls_key_file"}
     url = parsed["redis_url"]
     if url is None or not parse_redis_url(url).tls:
-        flag = next((name for field, name in files.items() if getattr(tls, field)), "redis_tls_skip_verify")
+        flag = next((name for field, name in files.items() if getattr(tls, field)), "redis_tls_insecure_skip_verify")
         raise ConfigError(describe(flag), "TLS to Redis needs a rediss:// URL (rediss+sentinel://, rediss+cluster://)")
     try:
         load_tls(tls)
@@ -114,9 +114,9 @@ def enabled_signals(
     # Stream signals declared apart read Redis, after the backlogs.
     sources.update((signal.name, Source.REDIS) for signal in streams.signals)
     if backlogs and not configured[Source.POSTGRES]:
-        reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_file')}) need it")
+        reading.refuse("database_url", f"the declared backlogs ({describe('backlogs_config_file')}) need it")
     if streams and not configured[Source.REDIS]:
-        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_file')}) need it")
+        reading.refuse("redis_url", f"the declared streams ({describe('backlogs_config_file')}) need it")
     if given is None:
         enabled = tuple(name for name, source in sources.items() if configured[source])
         # Declarations whose source is missing were refused above, naming it: once per cause.
@@ -147,7 +147,7 @@ def _cadence_source(
 
 def _declared_refusal(name: str, key: str, backlogs: tuple[Backlog, ...], problem: str) -> ConfigError:
     """The refusal naming the declaration's key that sets a signal's cadence."""
-    setting = describe("backlogs_file")
+    setting = describe("backlogs_config_file")
     if any(backlog.name == name for backlog in backlogs):
         return BacklogConfigError(setting, name, key, problem)
     return BacklogConfigError(setting, None, f"streams.signals.{name}.{key}", problem)
@@ -163,14 +163,14 @@ def signal_cadences(
     options = {"ttl": "signals_ttl", "deadline": "signals_deadline"}
     given = {key: dict(reading.values[option] or ()) for key, option in options.items()}
     # A declarations file refused declares nothing: its signals are not reported a second time as unknown.
-    file_refused = any(error.setting.startswith(describe("backlogs_file")) for error in reading.errors)
+    file_refused = any(error.setting.startswith(describe("backlogs_config_file")) for error in reading.errors)
     for key, option in options.items():
         for name in given[key]:
             if name not in enabled and not file_refused:
                 reading.refuse(option, f"signal {name!r} is not enabled (enabled: {', '.join(enabled) or 'none'})")
             elif name in enabled and getattr(declared.get(name, INHERITED), key) is not None:
                 reading.refuse(
-                    option, f"signal {name!r} declares its {key} in {describe('backlogs_file')}: set it once"
+                    option, f"signal {name!r} declares its {key} in {describe('backlogs_config_file')}: set it once"
                 )
     if ttl is None or deadline is None:
         return ()  # refused already

@@ -18,13 +18,19 @@ from typing import Any, Generic, Protocol, TypeVar
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-# The one rule for environment variables: this prefix, then the flag without its
-# dashes, dots and dashes turned into underscores, upper case.
+# The one rule for environment variables: this prefix, then the option's name
+# (`field_of` its flag), upper case.
 ENV_PREFIX = "ORPYCAMCP_"
 
 
+def field_of(flag: str) -> str:
+    """The name of the option `flag` sets, in Settings and wherever it is passed:
+    the flag without its dashes, dots and dashes turned into underscores."""
+    return re.sub(r"[.-]", "_", flag.lstrip("-"))
+
+
 def env_name(flag: str) -> str:
-    return ENV_PREFIX + re.sub(r"[.-]", "_", flag.lstrip("-")).upper()
+    return ENV_PREFIX + field_of(flag).upper()
 
 
 class Refused(ValueError):

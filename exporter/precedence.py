@@ -29,6 +29,10 @@ class OptionReading:
         self.env = env
         self.errors: list[ConfigError] = []
         self.values: dict[str, Any] = {}
+        unknown = set(values) - set(options)
+        if unknown:
+            # A caller's misspelt option would otherwise be read as not given.
+            raise KeyError(f"not options: {', '.join(sorted(unknown))}")
         for name in names:
             self.values[name] = self._parse(options[name], values.get(name))
 

@@ -86,11 +86,11 @@ def postgres_settings(settings: Settings) -> PostgresSettings:
     # A URL's application_name is the operator's choice; else the exporter names itself.
     return PostgresSettings(
         url=url,
-        max_connections=settings.max_connections,
-        batch_size=settings.batch_size,
-        idle_close_seconds=settings.idle_close,
-        max_queries_per_connection=settings.max_queries,
-        pool_mode=settings.pool_mode,
+        max_connections=settings.database_max_connections,
+        batch_size=settings.database_batch_size,
+        idle_close=settings.database_idle_close,
+        max_queries_per_connection=settings.database_max_queries_per_connection,
+        pool_mode=settings.database_pool_mode,
         replica_max_staleness=settings.database_replica_max_staleness,
         application_name=dsn.parse(url).application_name or APPLICATION_NAME,
         tenants=settings.tenants,

@@ -45,7 +45,7 @@ FILE = Text(kind="file path")
 class Settings:
     """Every setting of one process. Fields declared with `option(...)` are its options."""
 
-    listen_address: ListenAddress = option(
+    web_listen_address: ListenAddress = option(
         ListenParser(),
         "address to serve /metrics on; an empty host listens on every interface, IPv4 and IPv6",
         metavar="HOST:PORT",
@@ -94,7 +94,7 @@ class Settings:
         "PEM private key of the client certificate, unencrypted, when not in the certificate's file",
         metavar="FILE",
     )
-    redis_tls_skip_verify: bool = option(
+    redis_tls_insecure_skip_verify: bool = option(
         Switch(),
         "true: accept any Redis server certificate and host name (logged as a warning at start)",
         metavar="BOOL",
@@ -134,33 +134,33 @@ class Settings:
         metavar="LIST",
         default_doc="--deadline",
     )
-    max_connections: int = option(
+    database_max_connections: int = option(
         Count(1, 64),
         "PostgreSQL connections at most",
         metavar="N",
         default="2",
     )
-    batch_size: int = option(
+    database_batch_size: int = option(
         Count(1, 5000),
         "tenant schemas read by one statement",
         metavar="N",
         default="250",
     )
-    idle_close: float = option(
+    database_idle_close: float = option(
         Seconds(),
         "close database connections unused this long",
         metavar="SECONDS",
         default_doc=f"{IDLE_CLOSE_TTLS} x --ttl",
         aliases=("ORPYCAMCP_DATABASE_IDLE_CLOSE_SECONDS",),
     )
-    max_queries: int = option(
+    database_max_queries_per_connection: int = option(
         Count(1, 10_000_000),
         "replace a connection after this many statements, bounding the memory its backend holds",
         metavar="N",
         default="20000",
         aliases=("ORPYCAMCP_DATABASE_MAX_QUERIES",),
     )
-    pool_mode: PoolMode = option(
+    database_pool_mode: PoolMode = option(
         Mode(),
         "session (direct, or a session pooler: statements prepared once per connection) or transaction"
         " (a transaction pooler such as PgBouncer pool_mode = transaction: nothing outlives a transaction)",
@@ -188,7 +188,7 @@ class Settings:
         metavar="OF",
         default=MAJORITY_OF_CONFIGURED,
     )
-    backlogs_file: str | None = option(
+    backlogs_config_file: str | None = option(
         FILE,
         "YAML file declaring more backlogs (each a signal of its own) and more streams to measure"
         " (deploy/backlogs.example.yml)",
@@ -201,20 +201,20 @@ class Settings:
         " and on SIGHUP",
         metavar="FILE",
     )
-    http_max_connections: int | None = option(
+    web_max_connections: int | None = option(
         Count(16, 1 << 20),
         "HTTP connections held at most; at the cap the longest idle one is closed",
         metavar="N",
         default_doc=f"what the file-descriptor limit allows, at most {DEFAULT_CAP_CEILING}",
     )
-    head_timeout: float = option(
+    web_request_head_timeout: float = option(
         Seconds(),
         "seconds a client has to send a complete request head before it is disconnected",
         metavar="SECONDS",
         default="5",
         aliases=("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS",),
     )
-    trusted_proxies: tuple[Network, ...] | None = option(
+    web_trusted_proxies: tuple[Network, ...] | None = option(
         TrustedProxies(),
         "comma-separated addresses or CIDR networks of reverse proxies (a kube-rbac-proxy or oauth2 sidecar)"
         " whose requests with X-Forwarded-For, Forwarded or X-Real-IP are answered; any other forwarded request"
@@ -247,11 +247,11 @@ class Settings:
 
     @property
     def listen_host(self) -> str:
-        return self.listen_address.host
+        return self.web_listen_address.host
 
     @property
     def listen_port(self) -> int:
-        return self.listen_address.port
+        return self.web_listen_address.port
 
     def summary(self, where: str) -> str:
         """What these settings serve, as `check-config` and the start-up line say it."""
@@ -266,8 +266,8 @@ class Settings:
             else ""
         )
         proxies = (
-            f", forwarded requests answered from {','.join(map(str, self.trusted_proxies))}"
-            if self.trusted_proxies
+            f", forwarded requests answered from {','.join(map(str, self.web_trusted_proxies))}"
+            if self.web_trusted_proxies
             else ""
         )
         tenants = f"; tenants measured: {self.tenants.describe()}" if self.tenants != DEFAULT_TENANTS else ""

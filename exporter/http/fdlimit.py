@@ -50,18 +50,18 @@ def raise_fd_limit() -> FdBudget:
     return budget
 
 
-def connection_cap(budget: FdBudget, database_connections: int, configured: int | None) -> int:
+def connection_cap(budget: FdBudget, database_connections: int, max_connections: int | None) -> int:
     """The most HTTP connections held at once: the configured cap, else the budget's, and never
     more than the descriptors left once the clients and the headroom are counted."""
     available = max(16, budget.soft - budget.in_use - RESERVED_FDS - database_connections - 1)
-    if configured is not None:
-        if configured > available:
+    if max_connections is not None:
+        if max_connections > available:
             log.warning(
                 "%s %d exceeds the file-descriptor budget (soft limit %d): %d used",
-                flag_of("http_max_connections"),
-                configured,
+                flag_of("web_max_connections"),
+                max_connections,
                 budget.soft,
                 available,
             )
-        return min(configured, available)
+        return min(max_connections, available)
     return min(available, DEFAULT_CAP_CEILING)

@@ -98,7 +98,7 @@ async def refuse_upgrade(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    head_timeout: float  # set by bounded_protocol, from --web.request-head-timeout
+    request_head_timeout: float  # set by bounded_protocol, from --web.request-head-timeout
     max_head_bytes = MAX_HEAD_BYTES
     book: ConnectionBook | None = None
     warnings: PeerWarnings  # one per server, set by bounded_protocol
@@ -135,7 +135,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
-        self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
+        self._head_timer = self.loop.call_later(self.request_head_timeout, self._head_timed_out)
 
     def _disarm_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -274,7 +274,7 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 def bounded_protocol(
     book: ConnectionBook | None,
-    head_timeout: float,
+    request_head_timeout: float,
     allowed_sans: Callable[[], frozenset[str] | None] | None = None,
 ) -> type[BoundedHttpToolsProtocol]:
     """The protocol class for one server: its book (None: connections not counted), its head
@@ -284,7 +284,7 @@ def bounded_protocol(
         pass
 
     Protocol.book = book
-    Protocol.head_timeout = head_timeout
+    Protocol.request_head_timeout = request_head_timeout
     Protocol.warnings = PeerWarnings()
     Protocol.allowed_sans = allowed_sans
     return Protocol

@@ -34,7 +34,7 @@ Address = IPv4Address | IPv6Address
 # One warning per peer in this many seconds; at most this many peers remembered.
 LOG_INTERVAL = 600.0
 REMEMBERED_PEERS = 1024
-SETTING = flag_of("trusted_proxies")
+SETTING = flag_of("web_trusted_proxies")
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def uvicorn_config(
         tls = source.current().tls
         return tls.allowed_sans if tls is not None else None
 
-    protocol = bounded_protocol(book, settings.head_timeout, allowed_sans)
+    protocol = bounded_protocol(book, settings.web_request_head_timeout, allowed_sans)
     options: dict[str, Any] = dict(
         host=settings.listen_host,
         port=settings.listen_port,
@@ -86,7 +86,7 @@ def uvicorn_config(
         # Proxy headers never rewrite the client address; a forwarded request is refused
         # unless its peer is a trusted proxy (ProxyBarrier).
         proxy_headers=False,
-        # Idle keep-alive connections are closed after this; heads must arrive within head_timeout.
+        # Idle keep-alive connections are closed after this; heads must arrive within request_head_timeout.
         timeout_keep_alive=15,
         timeout_graceful_shutdown=4,
         # No request-level limit (uvicorn's answers 503 to a scraper once enough idle
@@ -101,7 +101,7 @@ def uvicorn_config(
         # Registry order: the connection families, then the process families.
         return connections() + process.tail()
 
-    app = create_app(exporter, source, tail, settings.trusted_proxies or ())
+    app = create_app(exporter, source, tail, settings.web_trusted_proxies or ())
     current = source.current()
     if current.tls is None:
         return uvicorn.Config(app, **options)
@@ -115,7 +115,7 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
     web = settings.web
     listener = listener or bind(settings.listen_host, settings.listen_port)
     budget = raise_fd_limit()
-    book = ConnectionBook(connection_cap(budget, settings.max_connections, settings.http_max_connections))
+    book = ConnectionBook(connection_cap(budget, settings.database_max_connections, settings.web_max_connections))
     source: WebConfigSource = (
         ReloadingWebConfig(settings.web_config_file, web) if settings.web_config_file else StaticWebConfig(web)
     )
@@ -128,14 +128,14 @@ def serve(settings: Settings, listener: socket.socket | None = None) -> int:
         settings.ttl,
         settings.deadline,
         book.cap,
-        settings.head_timeout,
+        settings.web_request_head_timeout,
     )
     if web.http2_asked:
         log.info(
             "http_server_config.http2: true is not honoured: this exporter serves HTTP/1.1 only (uvicorn);"
             " clients negotiate HTTP/1.1, as Prometheus scrapes"
         )
-    if settings.redis_tls.skip_verify:
+    if settings.redis_tls.insecure_skip_verify:
         log.warning(
             "TLS to Redis accepts any certificate and host name (--redis.tls-insecure-skip-verify):"
             " a server impersonating Redis would be read as Redis"

@@ -81,11 +81,11 @@ def run_demo(values: Mapping[str, Any]) -> int:
     )
     if refused:
         raise InvalidSettings(refused)
-    listen_given = values.get("listen_address") is not None or any(
-        name in os.environ for name in OPTIONS_BY_NAME["listen_address"].envs
+    listen_given = values.get("web_listen_address") is not None or any(
+        name in os.environ for name in OPTIONS_BY_NAME["web_listen_address"].envs
     )
     if not listen_given:
-        values = {**values, "listen_address": DEMO_LISTEN_ADDRESS}
+        values = {**values, "web_listen_address": DEMO_LISTEN_ADDRESS}
     # The options checked, and the port taken, before any server starts or any URL is printed.
     checked = load(
         {**values, "database_url": "postgresql://demo@127.0.0.1/demo", "redis_url": "redis://127.0.0.1"}, os.environ

@@ -30,7 +30,7 @@ from exporter.loading import load_some
 
 PATH = "/-/healthy"
 # The options the probe reads.
-PROBED = ("listen_address", "web_config_file")
+PROBED = ("web_listen_address", "web_config_file")
 # Below Docker's default health check timeout (30 s) and the image's (5 s).
 TIMEOUT_SECONDS = 3.0
 MAIN_PROCESS = Path("/proc/1/cmdline")
@@ -108,7 +108,7 @@ def plan(values: Mapping[str, Any], env: Mapping[str, str], cmdline_file: Path =
     """The probe for the serving process's settings; ConfigError if they are invalid."""
     given = {name: value for name, value in values.items() if value is not None}
     settings = load_some(main_process_values(cmdline_file) | given, env, PROBED)
-    listen: ListenAddress = settings["listen_address"]
+    listen: ListenAddress = settings["web_listen_address"]
     web = load_web_config(settings["web_config_file"]) if settings["web_config_file"] else WebConfig()
     return Probe(
         host=probe_host(listen.host),

@@ -140,7 +140,7 @@ def test_exporter_listens_on_the_default_port() -> None:
     definition = service(EXPORTER)
     assert container_ports(definition) == [DEFAULT_PORT]
     env = environment(definition)
-    assert not set(OPTIONS_BY_NAME["listen_address"].envs) & set(env)
+    assert not set(OPTIONS_BY_NAME["web_listen_address"].envs) & set(env)
     assert "--web.listen-address" not in definition.get("command", [])
 
 

@@ -143,14 +143,14 @@ def test_settings_read_the_file_and_enable_the_backlogs(tmp_path: Path) -> None:
     settings = load({"database_url": DB}, {"ORPYCAMCP_BACKLOGS_FILE": str(path)})
     assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping", "kyc")
     assert [b.name for b in settings.backlogs] == ["kyc"]
-    only = load({"database_url": DB, "backlogs_file": str(path), "signals": "kyc,dlq"}, {})
+    only = load({"database_url": DB, "backlogs_config_file": str(path), "signals": "kyc,dlq"}, {})
     assert only.signals == ("dlq", "kyc")
     with pytest.raises(ConfigError, match="unknown signal 'kyc'"):
         load({"database_url": DB, "signals": "kyc"}, {})
     with pytest.raises(ConfigError, match="need it"):
-        load({"redis_url": "redis://h", "backlogs_file": str(path)}, {})
+        load({"redis_url": "redis://h", "backlogs_config_file": str(path)}, {})
     with pytest.raises(ConfigError, match="cannot read"):
-        load({"database_url": DB, "backlogs_file": str(tmp_path / "missing.yml")}, {})
+        load({"database_url": DB, "backlogs_config_file": str(tmp_path / "missing.yml")}, {})
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

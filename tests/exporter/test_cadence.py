@@ -73,7 +73,7 @@ def test_a_declaration_and_a_flag_give_their_signals_their_own(tmp_path: Path) -
         {
             "database_url": DB,
             "redis_url": REDIS,
-            "backlogs_file": path,
+            "backlogs_config_file": path,
             "signals_ttl": "audit_chain=1h",
             "signals_deadline": "dlq=12.5",
         },
@@ -143,12 +143,12 @@ def test_each_refusal_is_one_line_naming_its_key(
 ) -> None:
     path = str(tmp_path / "backlogs.yml")
     Path(path).write_text(OUTBOX.split("streams:")[0].format(extra=extra))
-    assert refusals({"database_url": DB, "backlogs_file": path, **values}) == [expected]
+    assert refusals({"database_url": DB, "backlogs_config_file": path, **values}) == [expected]
 
 
 def test_a_declaration_refuses_its_own_deadline_at_its_ttl_with_the_file(tmp_path: Path) -> None:
     path = declarations(tmp_path, "", "      ttl: 1m\n      deadline: 2m")
-    [refusal] = refusals({"database_url": DB, "redis_url": REDIS, "backlogs_file": path})
+    [refusal] = refusals({"database_url": DB, "redis_url": REDIS, "backlogs_config_file": path})
     assert refusal.endswith("key 'streams.signals.streams_payments.deadline': must be below the ttl (120 >= 60)")
     assert "\n" not in refusal
 
@@ -173,7 +173,7 @@ def test_check_config_and_serve_refuse_alike(command: str) -> None:
 async def test_each_cache_holds_its_signal_for_its_own_ttl_and_publishes_it(tmp_path: Path) -> None:
     path = declarations(tmp_path, "    ttl: 5m\n    deadline: 40s")
     settings = load(
-        {"database_url": DB, "redis_url": REDIS, "backlogs_file": path, "signals_ttl": "dlq=45"},
+        {"database_url": DB, "redis_url": REDIS, "backlogs_config_file": path, "signals_ttl": "dlq=45"},
         {},
     )
     exporter = build_exporter(settings)

@@ -155,12 +155,12 @@ def test_a_stream_given_twice_is_refused_with_its_line() -> None:
 def test_declared_streams_need_redis(tmp_path: Path) -> None:
     path = tmp_path / "streams.yml"
     path.write_text(STREAMS_ONLY)
-    settings = load({"redis_url": REDIS, "backlogs_file": str(path)}, {})
+    settings = load({"redis_url": REDIS, "backlogs_config_file": str(path)}, {})
     assert settings.signals == ("streams",)
     assert settings.backlogs == ()
     assert settings.streams.dead_letter_streams == ("orpycamcp.billing.deadletter", "billing dead letters (v2)")
     with pytest.raises(ConfigError, match=r"declared streams .* need it"):
-        load({"database_url": DB, "backlogs_file": str(path)}, {})
+        load({"database_url": DB, "backlogs_config_file": str(path)}, {})
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

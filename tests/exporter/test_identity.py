@@ -78,7 +78,7 @@ async def test_the_same_identity_directly_and_through_pgbouncer_in_both_pool_mod
     session = bouncers["session"].url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
     assert await identity_on_page(session) == [want]
     transaction = bouncers["transaction"].url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database)
-    assert await identity_on_page(transaction, pool_mode="transaction") == [want]
+    assert await identity_on_page(transaction, database_pool_mode="transaction") == [want]
     print(f"\ndirect, PgBouncer session, PgBouncer transaction: {want}")
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from exporter.cache import SignalCache
 from exporter.errors import InvalidSettings
+from exporter.http.fdlimit import connection_cap
 from exporter.http.limits import bounded_protocol
 from exporter.loading import load
 from exporter.options import Choice, Option
@@ -35,6 +36,7 @@ COMPONENTS: dict[str, Any] = {
     "Timeouts": Timeouts,
     "SignalCache": SignalCache,
     "bounded_protocol": bounded_protocol,
+    "connection_cap": connection_cap,
 }
 
 
@@ -45,20 +47,32 @@ FEEDS: dict[str, tuple[str, ...]] = {
     "redis_url": ("RedisSettings.url",),
     "ttl": ("SignalCache.ttl",),
     "deadline": ("Timeouts.deadline",),
-    "max_connections": ("PostgresSettings.max_connections",),
-    "batch_size": ("PostgresSettings.batch_size",),
-    "idle_close": ("PostgresSettings.idle_close_seconds",),
-    "max_queries": ("PostgresSettings.max_queries_per_connection",),
-    "pool_mode": ("PostgresSettings.pool_mode",),
+    "database_max_connections": ("PostgresSettings.max_connections",),
+    "database_batch_size": ("PostgresSettings.batch_size",),
+    "database_idle_close": ("PostgresSettings.idle_close",),
+    "database_max_queries_per_connection": ("PostgresSettings.max_queries_per_connection",),
+    "database_pool_mode": ("PostgresSettings.pool_mode",),
     "database_replica_max_staleness": ("PostgresSettings.replica_max_staleness",),
     "redis_replica_max_staleness": ("RedisSettings.replica_max_staleness",),
     "redis_sentinel_majority": ("RedisSettings.sentinel_majority",),
-    "head_timeout": ("bounded_protocol.head_timeout",),
+    "web_request_head_timeout": ("bounded_protocol.request_head_timeout",),
+    "web_max_connections": ("connection_cap.max_connections",),
 }
 
 
 def feeds(option: Option[Any]) -> tuple[str, ...]:
     return FEEDS.get(option.name, ())
+
+
+def test_a_setting_has_one_name_from_flag_to_component() -> None:
+    """The field is the flag, dots and dashes as underscores; the component's own
+    setting is what follows the component's dot (the whole name for a flag of one word)."""
+    for option in OPTIONS:
+        # Written out here rather than derived from exporter.options.
+        assert option.name == option.flag.lstrip("-").replace(".", "_").replace("-", "_")
+        after_dot = option.flag.lstrip("-").split(".", 1)[-1].replace(".", "_").replace("-", "_")
+        for target in feeds(option):
+            assert target.split(".", 1)[1] == after_dot, (option.flag, target)
 
 
 def test_environment_names_follow_one_rule() -> None:
@@ -77,10 +91,10 @@ def test_environment_names_follow_one_rule() -> None:
         ("DATABASE_URL", "database_url", DB, DB),
         ("METRICS_TTL_SECONDS", "ttl", "60", 60.0),
         ("METRICS_DEADLINE_SECONDS", "deadline", "7", 7.0),
-        ("ORPYCAMCP_DATABASE_MAX_QUERIES", "max_queries", "123", 123),
-        ("ORPYCAMCP_DATABASE_IDLE_CLOSE_SECONDS", "idle_close", "12", 12.0),
-        ("ORPYCAMCP_LISTEN_ADDRESS", "listen_address", "127.0.0.1:9000", ("127.0.0.1", 9000)),
-        ("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS", "head_timeout", "2", 2.0),
+        ("ORPYCAMCP_DATABASE_MAX_QUERIES", "database_max_queries_per_connection", "123", 123),
+        ("ORPYCAMCP_DATABASE_IDLE_CLOSE_SECONDS", "database_idle_close", "12", 12.0),
+        ("ORPYCAMCP_LISTEN_ADDRESS", "web_listen_address", "127.0.0.1:9000", ("127.0.0.1", 9000)),
+        ("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS", "web_request_head_timeout", "2", 2.0),
     ],
 )
 def test_earlier_names_are_read_as_aliases(alias: str, name: str, value: str, expected: object) -> None:
@@ -184,9 +198,9 @@ def test_the_scan_finds_a_second_default() -> None:
     constant, a parameter default, a keyword argument."""
     planted = {
         "postgres.py": "class PostgresSettings:\n    max_queries_per_connection: int = 50_000\n",
-        "limits.py": "HEAD_TIMEOUT_SECONDS = 5.0\n",
+        "limits.py": "REQUEST_HEAD_TIMEOUT_SECONDS = 5.0\n",
         "server.py": "def serve(ttl=30):\n    pass\n",
-        "service.py": "build(idle_close_seconds=3 * 30)\n",
+        "service.py": "build(idle_close=3 * 30)\n",
         "other.py": "timeout_keep_alive = 15\nclass X:\n    retries: int = 2\n",
     }
     found = defaults_written_outside_the_declarations(planted)
@@ -242,7 +256,7 @@ def test_the_components_take_the_declared_defaults() -> None:
             checked += 1
     assert checked >= 8
     # The derived default: idle close is three TTLs, the TTL's declared default being 30 s.
-    assert built["PostgresSettings"].idle_close_seconds == 3 * float(OPTIONS_BY_NAME["ttl"].default or "nan")
+    assert built["PostgresSettings"].idle_close == 3 * float(OPTIONS_BY_NAME["ttl"].default or "nan")
 
 
 def test_the_urls_stay_out_of_repr() -> None:
@@ -261,11 +275,11 @@ def test_the_components_take_the_values_given() -> None:
         "redis_url": "redis://r:6379/0",
         "ttl": "40",
         "deadline": "7",
-        "max_connections": "5",
-        "batch_size": "99",
-        "idle_close": "77",
-        "max_queries": "1234",
-        "pool_mode": "transaction",
+        "database_max_connections": "5",
+        "database_batch_size": "99",
+        "database_idle_close": "77",
+        "database_max_queries_per_connection": "1234",
+        "database_pool_mode": "transaction",
         "database_replica_max_staleness": "11",
         "redis_replica_max_staleness": "13",
         "redis_sentinel_majority": "answering",

@@ -22,15 +22,15 @@ def test_defaults() -> None:
     assert (settings.listen_host, settings.listen_port) == ("", 9874)
     assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping")
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
-    assert settings.max_connections == 2
-    assert settings.idle_close == 90.0
-    assert settings.pool_mode is PoolMode.SESSION
+    assert settings.database_max_connections == 2
+    assert settings.database_idle_close == 90.0
+    assert settings.database_pool_mode is PoolMode.SESSION
 
 
 def test_pool_mode_from_flag_or_environment() -> None:
     env = {"ORPYCAMCP_DATABASE_POOL_MODE": "Transaction"}
-    assert load({"database_url": DB}, env).pool_mode is PoolMode.TRANSACTION
-    assert load({"database_url": DB, "pool_mode": "session"}, env).pool_mode is PoolMode.SESSION
+    assert load({"database_url": DB}, env).database_pool_mode is PoolMode.TRANSACTION
+    assert load({"database_url": DB, "database_pool_mode": "session"}, env).database_pool_mode is PoolMode.SESSION
 
 
 def test_flags_win_over_environment_over_defaults() -> None:
@@ -68,12 +68,12 @@ def test_redis_enables_streams_and_signals_subset() -> None:
         ({"signals": "dlq,bogus"}, "--signals"),
         ({"signals": ","}, "--signals"),
         ({"signals": "streams"}, "--redis.url"),
-        ({"listen_address": "9874"}, "--web.listen-address"),
-        ({"listen_address": ":99999"}, "--web.listen-address"),
-        ({"max_connections": "0"}, "--database.max-connections"),
-        ({"batch_size": "x"}, "--database.batch-size"),
+        ({"web_listen_address": "9874"}, "--web.listen-address"),
+        ({"web_listen_address": ":99999"}, "--web.listen-address"),
+        ({"database_max_connections": "0"}, "--database.max-connections"),
+        ({"database_batch_size": "x"}, "--database.batch-size"),
         ({"log_format": "xml"}, "--log.format"),
-        ({"pool_mode": "statement"}, "--database.pool-mode"),
+        ({"database_pool_mode": "statement"}, "--database.pool-mode"),
         ({"log_level": "loud"}, "--log.level"),
     ],
 )
@@ -297,12 +297,12 @@ def test_every_invalid_setting_is_reported_at_once() -> None:
     values = {
         "ttl": "0",
         "deadline": "soon",
-        "max_connections": "99",
-        "batch_size": "x",
-        "pool_mode": "statement",
+        "database_max_connections": "99",
+        "database_batch_size": "x",
+        "database_pool_mode": "statement",
         "log_level": "loud",
         "signals": "dlq,bogus",
-        "listen_address": "9874",
+        "web_listen_address": "9874",
     }
     with pytest.raises(InvalidSettings) as raised:
         load({"database_url": "postgresql://u:secret@h:bad/db", **values}, {"ORPYCAMCP_WEB_MAX_CONNECTIONS": "3"})

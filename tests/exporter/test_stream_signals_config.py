@@ -67,9 +67,9 @@ def test_each_signal_apart_has_its_own_parts_of_the_streams_families() -> None:
 def test_the_signals_apart_are_enabled_and_named_like_the_others(tmp_path: Path) -> None:
     path = tmp_path / "streams.yml"
     path.write_text(GOOD)
-    settings = load({"redis_url": REDIS, "backlogs_file": str(path)}, {})
+    settings = load({"redis_url": REDIS, "backlogs_config_file": str(path)}, {})
     assert settings.signals == ("streams", "streams_ledger", "streams_billing_dead")
-    chosen = load({"redis_url": REDIS, "backlogs_file": str(path), "signals": "streams_ledger"}, {})
+    chosen = load({"redis_url": REDIS, "backlogs_config_file": str(path), "signals": "streams_ledger"}, {})
     assert chosen.signals == ("streams_ledger",)
     assert "2 stream signals apart" in settings.summary(":9874")
 

@@ -61,7 +61,7 @@ async def test_pgbouncer_restarted(
     await seeded(platform)
     clock = FakeClock()
     exporter = make_exporter(
-        through(bouncer, platform), streams_redis.url, clock.clock, pool_mode=bouncer.pool_mode, **OPTIONS
+        through(bouncer, platform), streams_redis.url, clock.clock, database_pool_mode=bouncer.pool_mode, **OPTIONS
     )
 
     async def inject() -> None:
@@ -88,7 +88,7 @@ async def test_pgbouncer_paused(
     await seeded(platform)
     clock = FakeClock()
     exporter = make_exporter(
-        through(bouncer, platform), streams_redis.url, clock.clock, pool_mode="transaction", **OPTIONS
+        through(bouncer, platform), streams_redis.url, clock.clock, database_pool_mode="transaction", **OPTIONS
     )
 
     async def inject() -> None:
@@ -118,7 +118,7 @@ async def test_postgres_restarted_behind_pgbouncer_costs_no_measurement(
     with pgbouncer_server(own_pg.port, pool_mode, {EXPORTER_ROLE: EXPORTER_PASSWORD}) as bouncer:
         clock = FakeClock()
         exporter = make_exporter(
-            through(bouncer, platform), streams_redis.url, clock.clock, pool_mode=pool_mode, **OPTIONS
+            through(bouncer, platform), streams_redis.url, clock.clock, database_pool_mode=pool_mode, **OPTIONS
         )
         try:
             assert_page(await timed_scrape(exporter), ())

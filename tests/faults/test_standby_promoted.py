@@ -51,7 +51,12 @@ async def test_standby_promoted_mid_run(primary: LocalPostgres, caplog: pytest.L
         await caught_up(platform.admin_url, standby.url(database=platform.database))
         hosts = f"127.0.0.1:{standby.port},127.0.0.1:{primary.port}"
         base = f"postgresql://{EXPORTER_ROLE}:{EXPORTER_PASSWORD}@{hosts}/{platform.database}"
-        options = {"ttl": f"{TTL:g}", "deadline": "0.8", "idle_close": "0.5", "signals": ",".join(POSTGRES_SIGNALS)}
+        options = {
+            "ttl": f"{TTL:g}",
+            "deadline": "0.8",
+            "database_idle_close": "0.5",
+            "signals": ",".join(POSTGRES_SIGNALS),
+        }
         clock = FakeClock()  # the TTL and the idle close pass when the test says so
         preferring = make_exporter(f"{base}?target_session_attrs=prefer-standby", None, clock.clock, **options)
         insisting = make_exporter(f"{base}?target_session_attrs=standby", None, clock.clock, **options)

@@ -301,7 +301,7 @@ def test_urls_come_from_the_secret_as_files(overlay: list[dict[str, Any]]) -> No
 
 
 def test_backlogs_come_from_the_config_map(base: list[dict[str, Any]], overlay: list[dict[str, Any]]) -> None:
-    env = OPTIONS_BY_NAME["backlogs_file"].env
+    env = OPTIONS_BY_NAME["backlogs_config_file"].env
     assert env is not None
     for documents in (base, overlay):
         volume_name, key = mounted_file(documents, env)

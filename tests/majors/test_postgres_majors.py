@@ -164,7 +164,7 @@ def major(request: pytest.FixtureRequest) -> Iterator[Major]:
 
 async def refreshed(url: str, refreshes: int = 1, signals: str = SIGNALS, **options: str) -> Page:
     """The page of the last of `refreshes` refreshes of a new exporter."""
-    exporter = make_exporter(url, signals=signals, batch_size=BATCH_SIZE, **options)
+    exporter = make_exporter(url, signals=signals, database_batch_size=BATCH_SIZE, **options)
     try:
         page = await scrape(exporter)
         for cache in exporter.caches.values():
@@ -220,7 +220,7 @@ def assert_exact(page: Page, written: datetime) -> None:
 async def test_every_value_is_exact(major: Major, tmp_path: Path) -> None:
     config = tmp_path / "backlogs.yml"
     config.write_text(KYC)
-    page = await refreshed(major.platform.exporter_url, backlogs_file=str(config))
+    page = await refreshed(major.platform.exporter_url, backlogs_config_file=str(config))
     assert_exact(page, major.written)
     assert page.get("orpycamcp_database_replay_lag_seconds") is None  # a primary
 
@@ -229,7 +229,7 @@ async def test_no_statement_is_planned_after_its_first_run(major: Major, tmp_pat
     config = tmp_path / "backlogs.yml"
     config.write_text(KYC)
     await major.platform.execute("SELECT pg_stat_statements_reset()")
-    await refreshed(major.platform.exporter_url, refreshes=8, backlogs_file=str(config))
+    await refreshed(major.platform.exporter_url, refreshes=8, backlogs_config_file=str(config))
     rows = await major.platform.fetch(
         "SELECT query, calls, plans FROM pg_stat_statements"
         " WHERE userid = (SELECT oid FROM pg_roles WHERE rolname = $1) AND query LIKE '%dead_letter_queue%'",
@@ -273,7 +273,7 @@ async def test_a_standby_reads_every_value_exactly(major: Major, tmp_path: Path)
         database = major.platform.database
         await caught_up(major.server.url(database=database), standby.url(database=database))
         url = major.platform.exporter_url.replace(f":{major.server.port}/", f":{standby.port}/")
-        page = await refreshed(url, backlogs_file=str(config))
+        page = await refreshed(url, backlogs_config_file=str(config))
         assert_exact(page, major.written)
         assert page.get("orpycamcp_database_replay_lag_seconds") == 0
         connection = await asyncpg.connect(standby.url(database=database))

@@ -318,7 +318,7 @@ def test_a_declarations_file_loads_into_what_serve_renders_or_is_refused_in_one_
     directory: Path, text: str
 ) -> None:
     path = directory / "backlogs.yml"
-    settings = loaded_file(path, text, {**SOURCES, "backlogs_file": str(path)})
+    settings = loaded_file(path, text, {**SOURCES, "backlogs_config_file": str(path)})
     if settings is not None:
         page = served_page(settings)
         for backlog in settings.tables + settings.backlogs:
@@ -360,7 +360,7 @@ def _resolvable(host: str) -> None:
 def test_a_host_name_loads_into_one_the_resolver_encodes_or_is_refused_in_one_line(host: str, where: str) -> None:
     quoted = urllib.parse.quote(host, safe="[]:")
     values = {
-        "listen": {**SOURCES, "listen_address": f"{host}:9999"},
+        "listen": {**SOURCES, "web_listen_address": f"{host}:9999"},
         "postgres": {"database_url": f"postgresql://u@{quoted}:5432/db"},
         "postgres ?host": {"database_url": f"postgresql://u@/db?host={quoted}"},
         "redis": {"redis_url": f"redis://{quoted}:6379/0"},
@@ -377,7 +377,7 @@ def test_the_bases_load_as_they_are(directory: Path) -> None:
     declarations, web = directory / "declarations.yml", directory / "web-base.yml"
     declarations.write_text(yaml.safe_dump(DECLARATIONS), encoding="utf-8")
     web.write_text(json.dumps(WEB), encoding="utf-8")
-    assert loaded({**SOURCES, "backlogs_file": str(declarations)}) is not None
+    assert loaded({**SOURCES, "backlogs_config_file": str(declarations)}) is not None
     assert loaded({**SOURCES, "web_config_file": str(web)}) is not None
     web.write_text(json.dumps(WEB_TLS), encoding="utf-8")
     tls = loaded({**SOURCES, "web_config_file": str(web)})

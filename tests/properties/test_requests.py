@@ -203,7 +203,7 @@ async def conversation(data: bytes, chunk: int, tls: bool) -> tuple[list[int], b
     """The statuses answered to `data` written in chunks of `chunk` bytes, and whether
     the server closed the connection (within WITHIN: a head timeout or a keep-alive later)."""
     server = server_tls() if tls else None
-    async with serving(App(), head_timeout=HEAD_TIMEOUT, keep_alive=KEEP_ALIVE, tls=server) as port:
+    async with serving(App(), request_head_timeout=HEAD_TIMEOUT, keep_alive=KEEP_ALIVE, tls=server) as port:
         client = await Client.connect(port, client_tls() if tls else None)
         with contextlib.suppress(OSError):  # closed by the server before the client is done
             for start in range(0, len(data), chunk):

@@ -175,7 +175,7 @@ class SessionNotKept(SourceError):
         self.evidence = evidence
         super().__init__(
             f"the server session of a connection changed between two of its transactions ({evidence}):"
-            f" a transaction pooler is in front of the database; set {setting('pool_mode', 'transaction')}"
+            f" a transaction pooler is in front of the database; set {setting('database_pool_mode', 'transaction')}"
         )
 
 

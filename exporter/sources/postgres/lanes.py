@@ -1,7 +1,7 @@
 """The PostgreSQL reader's connections: a few lanes (`--database.max-connections`),
 each one connection, its prepared statements, and the lock that serialises its use.
 
-A lane connects on first use, closes when unused for `idle_close_seconds` (an
+A lane connects on first use, closes when unused for `idle_close` (an
 unscraped exporter holds no connection), and is replaced after
 `max_queries_per_connection` statements (bounding what its backend accumulates)
 or when unusable (a timeout, a cancellation, a broken socket). A statement the
@@ -79,7 +79,7 @@ class LanePool:
         life: Lifecycle,
         clock: Clock,
         client_timeout: float,
-        idle_close_seconds: float,
+        idle_close: float,
         max_queries_per_connection: int,
         on_statement: Callable[[], None],
     ) -> None:
@@ -88,7 +88,7 @@ class LanePool:
         self._life = life
         self._clock = clock
         self._client_timeout = client_timeout
-        self._idle_close_seconds = idle_close_seconds
+        self._idle_close = idle_close
         self._max_queries = max_queries_per_connection
         self._on_statement = on_statement
         self._closing: set[asyncio.Task[None]] = set()
@@ -171,10 +171,10 @@ class LanePool:
             # Bounds what the backend accumulates (catalog caches, plans).
             self.close_later(lane.forget())
         else:
-            lane.idle_timer = self._clock.call_later(self._idle_close_seconds, lambda: self._close_idle(lane))
+            lane.idle_timer = self._clock.call_later(self._idle_close, lambda: self._close_idle(lane))
 
     def _close_idle(self, lane: Lane) -> None:
-        """Nobody used the lane for idle_close_seconds: an unscraped exporter holds no connection."""
+        """Nobody used the lane for idle_close: an unscraped exporter holds no connection."""
         lane.idle_timer = None
         if not lane.lock.locked() and lane.connection is not None:
             self.close_later(lane.forget())

@@ -82,7 +82,7 @@ class PostgresSettings:
     url: str = field(repr=False)  # it may hold the password
     max_connections: int
     batch_size: int
-    idle_close_seconds: float
+    idle_close: float
     max_queries_per_connection: int
     pool_mode: PoolMode
     replica_max_staleness: float
@@ -119,7 +119,7 @@ class Postgres:
             life=self._life,
             clock=clock,
             client_timeout=timeouts.client,
-            idle_close_seconds=settings.idle_close_seconds,
+            idle_close=settings.idle_close,
             max_queries_per_connection=settings.max_queries_per_connection,
             on_statement=self._count_statement,
         )

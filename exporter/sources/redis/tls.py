@@ -15,11 +15,11 @@ class RedisTls:
     ca_file: str | None = None  # None: the system's trusted CAs
     cert_file: str | None = None  # a client certificate, for servers started with tls-auth-clients
     key_file: str | None = None  # its private key, when not in cert_file
-    skip_verify: bool = False  # no certificate or hostname check: an explicit, logged choice
+    insecure_skip_verify: bool = False  # no certificate or hostname check: an explicit, logged choice
 
     @property
     def given(self) -> bool:
-        return any((self.ca_file, self.cert_file, self.key_file, self.skip_verify))
+        return any((self.ca_file, self.cert_file, self.key_file, self.insecure_skip_verify))
 
     def client_options(self) -> dict[str, object]:
         """redis-py's keyword arguments for a TLS connection."""
@@ -27,8 +27,8 @@ class RedisTls:
             "ssl_ca_certs": self.ca_file,
             "ssl_certfile": self.cert_file,
             "ssl_keyfile": self.key_file,
-            "ssl_cert_reqs": "none" if self.skip_verify else "required",
-            "ssl_check_hostname": not self.skip_verify,
+            "ssl_cert_reqs": "none" if self.insecure_skip_verify else "required",
+            "ssl_check_hostname": not self.insecure_skip_verify,
         }
 
 

@@ -72,7 +72,7 @@ def client_tls() -> ssl.SSLContext:
 async def serving(
     app: App,
     book: ConnectionBook | None = None,
-    head_timeout: float = WITHIN,
+    request_head_timeout: float = WITHIN,
     keep_alive: float = 60,
     tls: ssl.SSLContext | None = None,
 ) -> AsyncIterator[int]:
@@ -80,7 +80,7 @@ async def serving(
     (the keep-alive timeout longer than any test unless given; over TLS if given)."""
     config = uvicorn.Config(
         app,
-        http=bounded_protocol(book, head_timeout),
+        http=bounded_protocol(book, request_head_timeout),
         ws="none",  # as the exporter's server (exporter/http/server.py)
         lifespan="off",
         log_config=None,
@@ -187,7 +187,7 @@ async def test_each_request_of_a_connection_has_the_whole_head_limit() -> None:
 @pytest.mark.parametrize("sent", [b"", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"], ids=["nothing", "half a head"])
 async def test_a_head_that_does_not_arrive_in_time_closes_the_connection(sent: bytes) -> None:
     app = App()
-    async with serving(app, head_timeout=HEAD_TIMEOUT) as port:
+    async with serving(app, request_head_timeout=HEAD_TIMEOUT) as port:
         client = await Client.connect(port)
         client.writer.write(sent)
         assert await client.closed_by_server()
@@ -196,7 +196,7 @@ async def test_a_head_that_does_not_arrive_in_time_closes_the_connection(sent: b
 
 async def test_the_next_head_on_a_kept_connection_is_timed_too() -> None:
     app = App()
-    async with serving(app, head_timeout=HEAD_TIMEOUT) as port:
+    async with serving(app, request_head_timeout=HEAD_TIMEOUT) as port:
         client = await Client.connect(port)
         assert await client.request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
         client.writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
@@ -205,7 +205,7 @@ async def test_the_next_head_on_a_kept_connection_is_timed_too() -> None:
 
 
 async def test_an_answer_slower_than_the_head_timeout_is_not_cut() -> None:
-    async with serving(App(delay=4 * HEAD_TIMEOUT), head_timeout=HEAD_TIMEOUT) as port:
+    async with serving(App(delay=4 * HEAD_TIMEOUT), request_head_timeout=HEAD_TIMEOUT) as port:
         client = await Client.connect(port)
         assert await client.request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
         await client.close()

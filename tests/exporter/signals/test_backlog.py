@@ -24,7 +24,7 @@ OLDEST = "orpycamcp_backlog_oldest_pending_timestamp_seconds"
 LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 
 KYC = pending_only("kyc_dead_letters")
-[KYC_BACKLOG] = parse_declarations(KYC, "backlogs_file").backlogs
+[KYC_BACKLOG] = parse_declarations(KYC, "backlogs_config_file").backlogs
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -63,7 +63,7 @@ async def test_tenant_scope_sums_every_active_tenant_exactly(tenants: Platform, 
     await add("globex", "face_match", "pending", at("2026-10-31 09:00:00"))
     await add("globex", "liveness_detection", "pending", at("2026-11-03 00:00:00"))
     await add("initech", "ocr_extraction", "pending", at("2026-01-01 00:00:00"))  # provisioning: skipped
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC))
     try:
         page = await scrape(exporter)
     finally:
@@ -91,7 +91,7 @@ async def test_the_oldest_is_kept_across_batches_wherever_it_lies(
         await tenants.add_dead_letter_task(slug, "face_match", "pending", at(created))
     await tenants.add_dead_letter_task(oldest_in, "face_match", "pending", at("2026-10-15 00:00:00"))
     # One tenant per statement: each tenant's rows come back from a batch of their own.
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC), batch_size="1")
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC), database_batch_size="1")
     try:
         page = await scrape(exporter)
     finally:
@@ -131,7 +131,7 @@ async def test_global_scope_with_a_not_predicate_and_an_integer_group_column(
     await add_outbox(platform, 0, "PROCESSED", "2026-01-01 00:00:00")
     await add_outbox(platform, 3, "NEW", "2026-11-02 12:00:00")
     await add_outbox(platform, 2, "PROCESSED", "2026-01-01 00:00:00")
-    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, OUTBOX))
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_config_file=write(tmp_path, OUTBOX))
     try:
         page = await scrape(exporter)
     finally:
@@ -167,7 +167,9 @@ backlogs:
       status: [NEW, FAILED, RETRY]
       kind: {not: [audit, heartbeat]}
 """
-    exporter = make_exporter(platform.exporter_url, signals="stuck_events", backlogs_file=write(tmp_path, config))
+    exporter = make_exporter(
+        platform.exporter_url, signals="stuck_events", backlogs_config_file=write(tmp_path, config)
+    )
     try:
         page = await scrape(exporter)
     finally:
@@ -183,7 +185,7 @@ async def test_a_timestamp_without_time_zone_is_read_as_utc(platform: Platform, 
         "INSERT INTO public.outbox (partition, status, created_at) VALUES (1, 'NEW', $1)",
         at("2026-11-01 08:30:00").replace(tzinfo=None),
     )
-    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, OUTBOX))
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_config_file=write(tmp_path, OUTBOX))
     try:
         page = await scrape(exporter)
     finally:
@@ -212,7 +214,7 @@ async def test_a_group_value_outside_the_declared_groups_makes_the_backlog_unmea
     tenants: Platform, tmp_path: Path
 ) -> None:
     await tenants.add_dead_letter_task("acme", "face_match", "pending", at("2026-11-01 10:00:00"))
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC))
     try:
         await assert_unmeasured_after_success(
             tenants,
@@ -231,7 +233,7 @@ async def test_a_group_value_outside_the_declared_groups_makes_the_backlog_unmea
 
 
 async def test_a_missing_table_in_one_tenant_makes_the_backlog_unmeasured(tenants: Platform, tmp_path: Path) -> None:
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC))
     try:
         await assert_unmeasured_after_success(
             tenants, exporter, "kyc_dead_letters", "DROP TABLE tenant_globex.dead_letter_queue"
@@ -252,7 +254,7 @@ async def test_a_missing_table_in_one_tenant_makes_the_backlog_unmeasured(tenant
 async def test_a_null_in_the_group_or_timestamp_column_makes_the_backlog_unmeasured(
     tenants: Platform, tmp_path: Path, task_name: str | None, created_at: str, where: str
 ) -> None:
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC))
     try:
         await assert_unmeasured_after_success(
             tenants,
@@ -276,7 +278,7 @@ async def test_a_value_of_the_wrong_type_for_its_column_is_a_contract_violation(
 ) -> None:
     await make_outbox(platform)
     config = OUTBOX.replace("status: {not: [PROCESSED]}", "partition: [zero, 1]")
-    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, config))
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_config_file=write(tmp_path, config))
     try:
         page = await scrape(exporter)
         assert page.measured("outbox") == 0
@@ -312,7 +314,7 @@ backlogs:
     groups: [7, 8]
     oldest: from
 """
-    exporter = make_exporter(platform.exporter_url, signals="orders", backlogs_file=write(tmp_path, config))
+    exporter = make_exporter(platform.exporter_url, signals="orders", backlogs_config_file=write(tmp_path, config))
     try:
         page = await scrape(exporter)
     finally:
@@ -330,7 +332,7 @@ async def test_a_value_is_bound_never_pasted(platform: Platform, tmp_path: Path)
     hostile = "x'); DROP TABLE public.outbox; --"
     await add_outbox(platform, 1, hostile, "2026-11-01 00:00:00")
     config = OUTBOX.replace("status: {not: [PROCESSED]}", f'status: "{hostile}"')
-    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, config))
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_config_file=write(tmp_path, config))
     try:
         page = await scrape(exporter)
     finally:
@@ -340,7 +342,9 @@ async def test_a_value_is_bound_never_pasted(platform: Platform, tmp_path: Path)
 
 
 async def test_signals_accepts_backlog_names(tenants: Platform, tmp_path: Path) -> None:
-    exporter = make_exporter(tenants.exporter_url, signals="kyc_dead_letters", backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(
+        tenants.exporter_url, signals="kyc_dead_letters", backlogs_config_file=write(tmp_path, KYC)
+    )
     try:
         page = await scrape(exporter)
     finally:
@@ -367,7 +371,9 @@ async def test_a_contract_violation_names_the_backlog_the_column_and_the_problem
 ) -> None:
     await tenants.execute("ALTER TABLE tenant_acme.dead_letter_queue ALTER COLUMN task_name DROP NOT NULL")
     await tenants.execute(f"INSERT INTO tenant_acme.dead_letter_queue (task_name, status, created_at) VALUES {row}")
-    exporter = make_exporter(tenants.exporter_url, signals="kyc_dead_letters", backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(
+        tenants.exporter_url, signals="kyc_dead_letters", backlogs_config_file=write(tmp_path, KYC)
+    )
     try:
         assert await refusal(exporter, "kyc_dead_letters") == f"signal kyc_dead_letters: {words}"
     finally:
@@ -379,7 +385,7 @@ async def test_a_value_of_the_wrong_type_is_named_as_the_pending_rule_in_the_dri
 ) -> None:
     await make_outbox(platform)
     config = OUTBOX.replace("status: {not: [PROCESSED]}", "partition: [zero, 1]")
-    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_file=write(tmp_path, config))
+    exporter = make_exporter(platform.exporter_url, signals="outbox", backlogs_config_file=write(tmp_path, config))
     try:
         words = await refusal(exporter, "outbox")
     finally:
@@ -399,7 +405,9 @@ async def test_without_a_database_the_backlog_names_itself_unconfigured() -> Non
 
 async def test_a_tenant_that_cannot_name_a_schema_is_refused_for_the_backlog(tenants: Platform, tmp_path: Path) -> None:
     await tenants.execute("INSERT INTO public.tenants (slug) VALUES ($1)", "x" * 80)
-    exporter = make_exporter(tenants.exporter_url, signals="kyc_dead_letters", backlogs_file=write(tmp_path, KYC))
+    exporter = make_exporter(
+        tenants.exporter_url, signals="kyc_dead_letters", backlogs_config_file=write(tmp_path, KYC)
+    )
     try:
         with pytest.raises(InvalidTenantSlug) as raised:
             await exporter.caches["kyc_dead_letters"].signal.measure(exporter.sources)

@@ -71,7 +71,9 @@ async def test_an_undeclared_task_is_summed_under_the_catch_all_with_its_compani
 ) -> None:
     await new_task_in_two_tenants(tenants)
 
-    page = await scrape_once(tenants.exporter_url, backlogs_file=write(tmp_path, OPTED_IN), signals="kyc_dead_letters")
+    page = await scrape_once(
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, OPTED_IN), signals="kyc_dead_letters"
+    )
 
     assert page.measured("kyc_dead_letters") == 1
     assert page.family(PENDING) == {
@@ -92,7 +94,9 @@ async def test_an_undeclared_task_is_summed_under_the_catch_all_with_its_compani
 async def test_without_the_opt_in_the_same_rows_leave_the_backlog_unmeasured(tenants: Platform, tmp_path: Path) -> None:
     await new_task_in_two_tenants(tenants)
 
-    page = await scrape_once(tenants.exporter_url, backlogs_file=write(tmp_path, KYC), signals="kyc_dead_letters")
+    page = await scrape_once(
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC), signals="kyc_dead_letters"
+    )
 
     assert page.measured("kyc_dead_letters") == 0
     assert page.failure_reasons("kyc_dead_letters") == {"unregistered_value"}
@@ -111,7 +115,9 @@ async def test_states_and_groups_each_count_their_own_undeclared_values(tenants:
     await tenants.add_dead_letter_task("acme", "face_match", "archived", at("2026-11-01 05:00:00"))
     await tenants.add_dead_letter_task("globex", "kyc_resync", "on_hold", at("2026-11-01 05:00:00"))
 
-    page = await scrape_once(tenants.exporter_url, backlogs_file=write(tmp_path, config), signals="kyc_dead_letters")
+    page = await scrape_once(
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, config), signals="kyc_dead_letters"
+    )
 
     assert page.measured("kyc_dead_letters") == 1
     items = {(dict(labels)["group"], dict(labels)["state"]): value for labels, value in page.family(ITEMS).items()}
@@ -138,7 +144,7 @@ PROPERTY = (
     .replace(GROUPS, GROUPS + "    group_catch_all: other\n", 1)
     .replace(STATES, STATES + "      catch_all: unknown\n", 1)
 )
-[PROPERTY_BACKLOG] = parse_declarations(PROPERTY, "backlogs_file").backlogs
+[PROPERTY_BACKLOG] = parse_declarations(PROPERTY, "backlogs_config_file").backlogs
 REGISTRY = catalog_of((PROPERTY_BACKLOG,)).registry
 DECLARED_GROUPS = (*TASKS, "other")
 DECLARED_STATES = ("pending", "reprocessed", "discarded", "unknown")
@@ -215,7 +221,7 @@ async def test_the_built_in_value_sets_opt_in_to_a_catch_all_with_its_companion(
     await tenants.add_retry("globex", "a2", "document", "fixity", "exhausted")
 
     page = await scrape_once(
-        tenants.exporter_url, backlogs_file=write(tmp_path, BUILTINS_OPTED_IN), signals="dlq,preservation"
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, BUILTINS_OPTED_IN), signals="dlq,preservation"
     )
 
     assert page.measured("dlq") == page.measured("preservation") == 1

@@ -103,7 +103,11 @@ async def test_states_and_arrivals_are_exact_in_every_tenant(
         await insert(tenants, row)
 
     page = await scrape_once(
-        tenants.exporter_url, KYC, backlogs_file=write(tmp_path, KYC), batch_size=batch_size, signals="kyc_dead_letters"
+        tenants.exporter_url,
+        KYC,
+        backlogs_config_file=write(tmp_path, KYC),
+        database_batch_size=batch_size,
+        signals="kyc_dead_letters",
     )
 
     read = [row for row in ROWS if row.tenant in MEASURED_TENANTS]
@@ -145,7 +149,7 @@ async def test_states_without_arrivals_are_exact_in_every_tenant(tenants: Platfo
     assert "arrivals" not in config
 
     page = await scrape_once(
-        tenants.exporter_url, config, backlogs_file=write(tmp_path, config), signals="kyc_dead_letters"
+        tenants.exporter_url, config, backlogs_config_file=write(tmp_path, config), signals="kyc_dead_letters"
     )
 
     by_state = Counter((row.task, row.status) for row in ROWS if row.tenant in MEASURED_TENANTS)
@@ -164,7 +168,9 @@ async def test_states_without_arrivals_are_exact_in_every_tenant(tenants: Platfo
 async def test_a_row_moving_between_states_moves_its_count_and_stays_arrived(tenants: Platform, tmp_path: Path) -> None:
     await insert(tenants, Row("acme", "ocr_extraction", "pending", 20))
     await insert(tenants, Row("acme", "ocr_extraction", "pending", 40))
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC), signals="kyc_dead_letters")
+    exporter = make_exporter(
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC), signals="kyc_dead_letters"
+    )
     try:
         before = await scrape(exporter)
         await tenants.execute(
@@ -236,7 +242,9 @@ async def test_a_timestamp_without_time_zone_is_compared_as_utc_whatever_the_zon
             status,
             minutes_ago,
         )
-    page = await scrape_once(platform.exporter_url, OUTBOX, backlogs_file=write(tmp_path, OUTBOX), signals="outbox")
+    page = await scrape_once(
+        platform.exporter_url, OUTBOX, backlogs_config_file=write(tmp_path, OUTBOX), signals="outbox"
+    )
     assert page.measured("outbox") == 1
     for partition in (0, 1):
         for window, minutes in WINDOWS.items():
@@ -265,7 +273,9 @@ async def test_arrivals_without_states_count_every_state_within_the_windows(plat
     # An old processed row without an arrival time: neither pending nor within a window, never read.
     await platform.execute("INSERT INTO public.outbox (partition, status, created_at) VALUES (1, 'PROCESSED', NULL)")
     config = OUTBOX.split("    states:")[0] + "    arrivals:\n      column: created_at\n      windows: [1h, 24h]\n"
-    page = await scrape_once(platform.exporter_url, config, backlogs_file=write(tmp_path, config), signals="outbox")
+    page = await scrape_once(
+        platform.exporter_url, config, backlogs_config_file=write(tmp_path, config), signals="outbox"
+    )
     assert page.measured("outbox") == 1
     assert page.family(ITEMS) == {}
     for partition in (0, 1):
@@ -285,7 +295,7 @@ async def test_a_state_outside_the_declared_values_is_unmeasured_and_named_by_di
 ) -> None:
     await insert(tenants, Row("acme", "face_match", "pending", 10))
     path = write(tmp_path, KYC)
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=path, signals="kyc_dead_letters")
+    exporter = make_exporter(tenants.exporter_url, backlogs_config_file=path, signals="kyc_dead_letters")
     try:
         first = await scrape(exporter)
         assert first.measured("kyc_dead_letters") == 1
@@ -324,7 +334,9 @@ async def test_a_null_in_the_state_or_arrival_column_makes_the_backlog_unmeasure
 ) -> None:
     await tenants.execute("ALTER TABLE tenant_globex.dead_letter_queue ALTER COLUMN status DROP NOT NULL")
     await tenants.execute(f"INSERT INTO tenant_globex.dead_letter_queue (task_name, status, created_at) VALUES {row}")
-    exporter = make_exporter(tenants.exporter_url, backlogs_file=write(tmp_path, KYC), signals="kyc_dead_letters")
+    exporter = make_exporter(
+        tenants.exporter_url, backlogs_config_file=write(tmp_path, KYC), signals="kyc_dead_letters"
+    )
     try:
         page = await scrape(exporter)
         outcome = exporter.caches["kyc_dead_letters"].last

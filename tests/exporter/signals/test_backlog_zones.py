@@ -47,7 +47,7 @@ async def write_now(platform: Platform, session_zone: str | None = None) -> floa
 async def oldest(platform: Platform, tmp_path: Path, column: str, zone: str | None) -> float | None:
     path = tmp_path / "backlogs.yml"
     path.write_text(jobs_declaration(column, zone))
-    exporter = make_exporter(platform.exporter_url, signals="jobs", backlogs_file=str(path))
+    exporter = make_exporter(platform.exporter_url, signals="jobs", backlogs_config_file=str(path))
     try:
         page = await scrape(exporter)
     finally:
@@ -92,7 +92,7 @@ async def test_a_column_of_another_type_makes_the_backlog_unmeasured(bogota: Pla
     await write_now(bogota)
     path = tmp_path / "backlogs.yml"
     path.write_text(jobs_declaration("status", "server"))
-    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_file=str(path))
+    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_config_file=str(path))
     try:
         page = await scrape(exporter)
         outcome = exporter.caches["jobs"].last
@@ -146,7 +146,7 @@ async def test_arrivals_in_a_zone_far_from_utc_are_counted_within_their_window(
         "    pending:\n      status: pending\n"
         f"    arrivals:\n      column: at_local\n      windows: [1h, 1d]\n    timezone: {zone}\n"
     )
-    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_file=str(path))
+    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_config_file=str(path))
     try:
         page = await scrape(exporter)
     finally:

@@ -75,7 +75,7 @@ async def test_audit_runs_of_another_table_measured_from_the_edited_contract(
 
     start = PRINTED.index("  audit_chain:\n")
     text = PRINTED[:start] + AUDIT + PRINTED[PRINTED.index("  migration_lock:\n") :]
-    page = await scrape_once(platform.exporter_url, signals="audit_chain", backlogs_file=write(tmp_path, text))
+    page = await scrape_once(platform.exporter_url, signals="audit_chain", backlogs_config_file=write(tmp_path, text))
 
     assert page.measured("audit_chain") == 1
     # The latest complete run (the partial one is later): 10:00 in Madrid (UTC+1), 09:00 UTC.
@@ -105,7 +105,7 @@ async def test_a_shipped_pair_removed_from_the_edited_contract_is_not_read(
         "      orpycamcp.billing.events:\n      - invoicing\n",
     )
     text = edited("    - orpycamcp.notification.deadletter\n", "", text)
-    page = await scrape_once(None, redis.url, signals="streams", backlogs_file=write(tmp_path, text))
+    page = await scrape_once(None, redis.url, signals="streams", backlogs_config_file=write(tmp_path, text))
 
     assert page.measured("streams") == 1
     series = value_series(page, STREAMS_PREFIX)

@@ -50,7 +50,7 @@ def tokyo() -> Iterator[None]:
 @pytest.mark.parametrize("pool_mode", ["session", "transaction"])
 async def test_a_text_false_verification_is_a_contract_violation_never_1(acme: Platform, pool_mode: str) -> None:
     await retype(acme, VERIFICATION_OK, "text", "'false'")
-    raised = await measured(acme, "audit_chain", pool_mode=pool_mode)
+    raised = await measured(acme, "audit_chain", database_pool_mode=pool_mode)
     assert isinstance(raised, ColumnTypeMismatch), raised
     assert (raised.signal, raised.column, raised.found, raised.expected) == (
         "audit_chain",
@@ -61,7 +61,7 @@ async def test_a_text_false_verification_is_a_contract_violation_never_1(acme: P
     assert str(raised) == (
         "signal audit_chain: audit_chain_runs.verification_ok: column of type text, where the contract states bool"
     )
-    page = await scrape_once(acme.exporter_url, signals="audit_chain", pool_mode=pool_mode)
+    page = await scrape_once(acme.exporter_url, signals="audit_chain", database_pool_mode=pool_mode)
     assert page.measured("audit_chain") == 0
     assert page.failure_reasons("audit_chain") == {"contract_violation"}
     assert page.family(AUDIT_VERIFICATION_OK.name) == {}
@@ -153,7 +153,7 @@ async def test_tenants_whose_column_types_differ_give_the_exact_oldest(
         'ALTER TABLE "tenant_acme".evento_dead_letter ALTER created_at TYPE timestamp USING created_at AT TIME ZONE'
         f" 'UTC'; UPDATE \"tenant_acme\".evento_dead_letter SET created_at = '{created['naive']}'"
     )
-    page = await scrape_once(acme.exporter_url, signals="dlq", batch_size=batch_size)
+    page = await scrape_once(acme.exporter_url, signals="dlq", database_batch_size=batch_size)
     assert page.measured("dlq") == 1
     assert page.get("orpycamcp_dlq_pending_events", origin_group="signature-service") == 2
     assert page.get(DLQ_OLDEST.name, origin_group="signature-service") == at("2026-10-01 08:00:00").timestamp()

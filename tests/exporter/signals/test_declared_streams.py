@@ -46,7 +46,7 @@ def declarations(tmp_path: Path) -> str:
 
 
 async def scrape_streams(redis: LocalRedis, declarations: str) -> Page:
-    return await scrape_once(None, redis.url, signals="streams", backlogs_file=declarations)
+    return await scrape_once(None, redis.url, signals="streams", backlogs_config_file=declarations)
 
 
 def pair(stream: str, group: str) -> tuple[tuple[str, str], ...]:

@@ -88,7 +88,7 @@ async def test_tenants_beyond_one_batch_are_all_counted_and_the_oldest_kept(
     created[oldest_tenant] = at("2026-10-01 00:00:00")
     for n, when in created.items():
         await platform.add_dead_letter(f"t{n}", "e", "notification-service", "pending", when)
-    page = await scrape_once(platform.exporter_url, signals="dlq", batch_size="7")
+    page = await scrape_once(platform.exporter_url, signals="dlq", database_batch_size="7")
     assert page.get("orpycamcp_dlq_pending_events", origin_group="notification-service") == 30
     oldest = page.get("orpycamcp_dlq_oldest_pending_timestamp_seconds", origin_group="notification-service")
     assert oldest == min(created.values()).timestamp() == at("2026-10-01 00:00:00").timestamp()

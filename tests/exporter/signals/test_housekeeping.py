@@ -125,7 +125,7 @@ async def test_tenants_beyond_one_batch_are_all_read(platform: Platform) -> None
         await platform.add_dead_letter(f"t{n}", "e", "workflow-service", "pending", when)
         await resolve(platform, f"t{n}", "e", "resolved", when)
         await processed(platform, f"t{n}", "e", when)
-    page = await scrape_once(platform.exporter_url, signals="housekeeping", batch_size="6")
+    page = await scrape_once(platform.exporter_url, signals="housekeeping", database_batch_size="6")
     oldest, _, dedup = await truth(platform, [f"t{n}" for n in range(1, 21)])
     assert page.get(OLDEST, origin_group="workflow-service") == oldest["workflow-service"]
     assert page.get(DEDUP) == dedup == oldest["workflow-service"]

@@ -190,7 +190,9 @@ async def test_through_pgbouncer(
     await sessions.hold()
     await sessions.wait_behind(platform)
     with pgbouncer_server(pg_server.port, pool_mode, {EXPORTER_ROLE: EXPORTER_PASSWORD}) as bouncer:
-        page = await read(bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database), pool_mode=pool_mode)
+        page = await read(
+            bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database), database_pool_mode=pool_mode
+        )
     assert page.get(HELD) == 1
     assert page.get(WAITERS) == 1
     assert page.get(UNKNOWN) == 1

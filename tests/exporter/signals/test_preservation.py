@@ -64,7 +64,7 @@ async def test_each_batch_of_tenants_adds_to_the_same_combination(platform: Plat
         await platform.add_tenant(slug)
         for artifact_id in range(number):
             await platform.add_retry(slug, f"d{artifact_id}", "document", "sealing", "exhausted")
-    page = await scrape_once(platform.exporter_url, signals="preservation", batch_size="1")
+    page = await scrape_once(platform.exporter_url, signals="preservation", database_batch_size="1")
     assert page.get("orpycamcp_preservation_exhausted_artifacts", artifact="document", phase="sealing") == 6
 
 

@@ -113,7 +113,7 @@ async def seeded(platform: Platform) -> Platform:
 async def page_of(url: str, tmp_path: Path) -> Page:
     backlogs = tmp_path / "backlogs.yml"
     backlogs.write_text(pending_only(BACKLOG))
-    return await scrape_once(url, backlogs_file=str(backlogs))
+    return await scrape_once(url, backlogs_config_file=str(backlogs))
 
 
 def assert_refused(page: Page, table: Table) -> None:
@@ -223,6 +223,10 @@ async def test_through_a_transaction_pooler_too(
         url = bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, seeded.database)
         backlogs = tmp_path / "backlogs.yml"
         backlogs.write_text(pending_only(BACKLOG))
-        assert_exact(await scrape_once(url, backlogs_file=str(backlogs), pool_mode="transaction"), table)
+        assert_exact(
+            await scrape_once(url, backlogs_config_file=str(backlogs), database_pool_mode="transaction"), table
+        )
         await seeded.execute(MODES["policy"].format(table=table.name, policy=table.policy))
-        assert_refused(await scrape_once(url, backlogs_file=str(backlogs), pool_mode="transaction"), table)
+        assert_refused(
+            await scrape_once(url, backlogs_config_file=str(backlogs), database_pool_mode="transaction"), table
+        )

@@ -40,7 +40,7 @@ LAST_SUCCESS = "orpycamcp_signal_last_success_timestamp_seconds"
 async def scrape_all(redis: LocalRedis, tmp_path: Path, text: str = DECLARATIONS) -> Page:
     path = tmp_path / "declarations.yml"
     path.write_text(text)
-    return await scrape_once(None, redis.url, backlogs_file=str(path))
+    return await scrape_once(None, redis.url, backlogs_config_file=str(path))
 
 
 def streams_of(page: Page, group: str | None = None) -> set[tuple[str, str | None]]:

@@ -128,7 +128,7 @@ def family_of(line: str) -> str:
 async def test_the_demo_page_carries_the_table_signals_byte_for_byte(platform: Platform) -> None:
     await platform.execute(sql("demo.sql"))
     await platform.execute(MORE_TENANTS)
-    page = await scrape_once(platform.exporter_url, batch_size="7")
+    page = await scrape_once(platform.exporter_url, database_batch_size="7")
     assert page.measured("dlq") == page.measured("preservation") == 1
     expected = await expected_lines(platform)
     assert expected.count("\n") == 3 * 2 + 4 + 4 + 49  # HELP and TYPE; every group has one pending here

@@ -54,7 +54,7 @@ async def test_the_edited_contract_measures_both_exactly(platform: Platform, tmp
     await different_platform(platform)
     path = tmp_path / "contract.yml"
     path.write_text(edited_contract())
-    page = await scrape_once(platform.exporter_url, signals="dlq,preservation", backlogs_file=str(path))
+    page = await scrape_once(platform.exporter_url, signals="dlq,preservation", backlogs_config_file=str(path))
     assert page.measured("dlq") == page.measured("preservation") == 1
     pending, oldest, exhausted = await truth(platform)
     assert labelled(page, "orpycamcp_dlq_pending_events") == {(group,): n for group, n in pending.items()}

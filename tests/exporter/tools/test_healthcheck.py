@@ -53,7 +53,7 @@ def test_the_environment_then_the_default(tmp_path: Path) -> None:
 
 def test_its_own_flags_win(tmp_path: Path) -> None:
     main = cmdline(tmp_path, CONSOLE + b"--web.listen-address\x00127.0.0.1:7000\x00")
-    assert plan({"listen_address": "[::]:7100"}, ENV, main).url == "http://[::1]:7100/-/healthy"
+    assert plan({"web_listen_address": "[::]:7100"}, ENV, main).url == "http://[::1]:7100/-/healthy"
 
 
 @pytest.mark.parametrize(
@@ -77,4 +77,4 @@ def test_an_empty_host_is_probed_on_the_ipv4_loopback(tmp_path: Path) -> None:
 
 def test_an_invalid_listen_address_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"--web\.listen-address"):
-        plan({"listen_address": ["127.0.0.1:1", "127.0.0.1:2"]}, {}, tmp_path / "absent")
+        plan({"web_listen_address": ["127.0.0.1:1", "127.0.0.1:2"]}, {}, tmp_path / "absent")

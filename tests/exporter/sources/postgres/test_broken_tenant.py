@@ -101,7 +101,7 @@ BREAKS = {
 async def test_a_broken_tenant_keeps_the_backends_and_the_prepared_statements(platform: Platform, fault: str) -> None:
     pending = await seed(platform)
     # One tenant per statement: three statements per signal on each of the two lanes.
-    exporter = make_exporter(platform.exporter_url, signals="dlq,preservation", batch_size="1")
+    exporter = make_exporter(platform.exporter_url, signals="dlq,preservation", database_batch_size="1")
     postgres = refreshing(exporter)
     try:
         page = await scrape(exporter)
@@ -140,7 +140,9 @@ async def test_a_broken_tenant_keeps_the_backends_and_the_prepared_statements(pl
 @pytest.mark.parametrize("mode", list(PoolMode))
 async def test_the_tenant_repaired_is_measured_again_on_the_same_backends(platform: Platform, mode: PoolMode) -> None:
     pending = await seed(platform)
-    exporter = make_exporter(platform.exporter_url, signals="dlq,preservation", batch_size="1", pool_mode=mode.value)
+    exporter = make_exporter(
+        platform.exporter_url, signals="dlq,preservation", database_batch_size="1", database_pool_mode=mode.value
+    )
     refreshing(exporter)
     try:
         await platform.execute(BREAKS["table missing"][0].format(slug=BROKEN))
@@ -162,7 +164,7 @@ async def test_the_tenant_repaired_is_measured_again_on_the_same_backends(platfo
 async def test_a_connection_the_server_ends_is_replaced(platform: Platform) -> None:
     """The one failure that ends a session still drops it, and only it."""
     await seed(platform)
-    exporter = make_exporter(platform.exporter_url, signals="preservation", batch_size="1")
+    exporter = make_exporter(platform.exporter_url, signals="preservation", database_batch_size="1")
     refreshing(exporter)
     try:
         assert (await scrape(exporter)).measured("preservation") == 1

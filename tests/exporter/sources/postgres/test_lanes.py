@@ -72,7 +72,7 @@ class Pool:
             life=self.life,
             clock=self.clock,  # type: ignore[arg-type]
             client_timeout=client_timeout,
-            idle_close_seconds=IDLE_SECONDS,
+            idle_close=IDLE_SECONDS,
             max_queries_per_connection=max_queries,
             on_statement=self.count,
         )

@@ -141,8 +141,8 @@ async def test_exact_values_across_refreshes_on_every_connection_path(
     exporter = make_exporter(
         exporter_url(platform, bouncers, path.pooler),
         signals="dlq,preservation,audit_chain",
-        pool_mode=path.mode.value,
-        batch_size="2",
+        database_pool_mode=path.mode.value,
+        database_batch_size="2",
     )
     refresh_every_scrape(exporter)
     try:
@@ -173,7 +173,7 @@ async def test_session_mode_through_a_transaction_pooler_never_reports_a_value(
         exporter = make_exporter(
             bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database),
             signals="dlq,preservation,audit_chain",
-            batch_size="1",
+            database_batch_size="1",
         )
         refresh_every_scrape(exporter)
         try:
@@ -210,7 +210,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
         exporter = make_exporter(
             bouncer.url(EXPORTER_ROLE, EXPORTER_PASSWORD, platform.database),
             signals="dlq,preservation,audit_chain",
-            batch_size="1",
+            database_batch_size="1",
             deadline="4",
         )
         refresh_every_scrape(exporter)
@@ -227,7 +227,7 @@ async def test_a_session_pool_with_no_session_to_spare_still_measures_exactly(
 
 
 def transaction_client(url: str, deadline: float) -> Postgres:
-    settings = load({"database_url": url, "pool_mode": "transaction", "deadline": deadline}, {})
+    settings = load({"database_url": url, "database_pool_mode": "transaction", "deadline": deadline}, {})
     return Postgres(postgres_settings(settings), Timeouts(deadline=deadline))
 
 

@@ -83,7 +83,7 @@ async def test_thousands_of_tenants_are_summed_exactly_and_changes_seen_at_the_n
     exporter = make_exporter(
         platform.exporter_url,
         signals="dlq,preservation,audit_chain,housekeeping,kyc_dead_letters",
-        backlogs_file=str(backlogs),
+        backlogs_config_file=str(backlogs),
     )
     try:
         first = await scrape(exporter)

@@ -28,7 +28,7 @@ NAME = re.compile(r"orpycamcp_[0-9a-f]{16}_[0-9]+")
 @pytest.fixture
 async def reader(platform: Platform) -> AsyncIterator[Postgres]:
     # One lane: every statement on one connection, whose prepared statements the server lists.
-    settings = load({"database_url": platform.exporter_url, "max_connections": "1"}, {})
+    settings = load({"database_url": platform.exporter_url, "database_max_connections": "1"}, {})
     postgres = Postgres(postgres_settings(settings), Timeouts(deadline=5.0))
     yield postgres
     await postgres.close()
@@ -68,7 +68,7 @@ async def test_a_statement_whose_table_changed_is_prepared_anew(reader: Postgres
 
 async def test_a_connection_whose_server_process_changed_is_never_read_again(platform: Platform) -> None:
     lane = Lane()
-    settings = load({"database_url": platform.exporter_url, "max_connections": "1"}, {})
+    settings = load({"database_url": platform.exporter_url, "database_max_connections": "1"}, {})
     reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0), lanes=[lane])
     try:
         [(pid,)] = [tuple(row) for row in await reader.fetch(BACKEND_PID_SQL)]
@@ -98,7 +98,9 @@ async def test_the_session_is_checked_once_per_pass_not_per_batch(platform: Plat
     for slug in ("acme", "globex", "umbrella"):
         await platform.add_tenant(slug)
     # One lane, one tenant a batch: three statements on one connection in each pass.
-    settings = load({"database_url": platform.exporter_url, "max_connections": "1", "batch_size": "1"}, {})
+    settings = load(
+        {"database_url": platform.exporter_url, "database_max_connections": "1", "database_batch_size": "1"}, {}
+    )
     reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0))
     try:
         before = await session_checks(reader)
@@ -114,7 +116,10 @@ async def test_the_session_is_checked_once_per_pass_not_per_batch(platform: Plat
 
 
 async def test_in_transaction_pool_mode_a_statement_is_unnamed_and_its_values_bound(platform: Platform) -> None:
-    settings = load({"database_url": platform.exporter_url, "pool_mode": "transaction", "max_connections": "1"}, {})
+    settings = load(
+        {"database_url": platform.exporter_url, "database_pool_mode": "transaction", "database_max_connections": "1"},
+        {},
+    )
     reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0))
     try:
         assert [tuple(row) for row in await reader.fetch("SELECT $1::int + $2::int AS n", 40, 2)] == [(42,)]
@@ -128,7 +133,7 @@ async def test_a_session_lent_without_the_connections_statements_is_found_lost_i
     platform: Platform,
 ) -> None:
     lane = Lane()
-    settings = load({"database_url": platform.exporter_url, "max_connections": "1"}, {})
+    settings = load({"database_url": platform.exporter_url, "database_max_connections": "1"}, {})
     reader = Postgres(postgres_settings(settings), Timeouts(deadline=5.0), lanes=[lane])
     try:
         await reader.fetch("SELECT 1")

@@ -268,7 +268,7 @@ async def test_the_exporter_fails_over_when_the_standby_stops_and_returns_to_it(
     # Connections closed after half a TTL unused: every refresh connects anew, choosing again.
     # The TTL and the idle close pass on the test's clock.
     clock = FakeClock()
-    exporter = make_exporter(url, None, clock.clock, ttl=f"{TTL:g}", deadline="10", idle_close=f"{TTL / 2:g}")
+    exporter = make_exporter(url, None, clock.clock, ttl=f"{TTL:g}", deadline="10", database_idle_close=f"{TTL / 2:g}")
     try:
         page = await scrape(exporter)
         assert_seeded_values(page)

@@ -61,7 +61,9 @@ async def test_the_shipped_default_measures_the_active_tenants_suspended_include
 
 async def test_a_declared_filter_chooses_the_tenants_measured(platform: Platform, tmp_path: Path) -> None:
     await four_tenants(platform)
-    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_file=write(tmp_path, ALL_BUT_PROVISIONING))
+    page = await scrape_once(
+        platform.exporter_url, signals="dlq", backlogs_config_file=write(tmp_path, ALL_BUT_PROVISIONING)
+    )
     assert page.measured("dlq") == 1
     assert pending(page.family(PENDING), "signature-service") == 3  # acme, globex, bygone
 
@@ -81,14 +83,14 @@ tenants:
   measured:
     estado: [activa, suspendida]
 """
-    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_file=write(tmp_path, text))
+    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_config_file=write(tmp_path, text))
     assert page.measured("dlq") == 1
     assert pending(page.family(PENDING), "signature-service") == 2  # acme, globex
 
     # A NULL in the filter's column: that tenant may be measured, so nothing is.
     await platform.execute("ALTER TABLE public.entidades ALTER estado DROP NOT NULL")
     await platform.execute("INSERT INTO public.entidades VALUES ('ghost', NULL)")
-    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_file=write(tmp_path, text))
+    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_config_file=write(tmp_path, text))
     assert page.measured("dlq") == 0
     assert page.failure_reasons("dlq") == {"contract_violation"}
     assert page.family(PENDING) == {}
@@ -99,7 +101,7 @@ async def test_a_tenant_table_out_of_reach_leaves_the_tenant_signals_unmeasured(
 ) -> None:
     await four_tenants(platform)
     text = "tenants:\n  table: public.entidades\n"
-    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_file=write(tmp_path, text))
+    page = await scrape_once(platform.exporter_url, signals="dlq", backlogs_config_file=write(tmp_path, text))
     assert page.measured("dlq") == 0
     assert page.failure_reasons("dlq") == {"tenant_list_unreadable"}
 

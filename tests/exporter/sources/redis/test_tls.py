@@ -87,7 +87,7 @@ async def test_a_host_name_the_certificate_does_not_name_is_refused_unless_told(
         plain = Redis(port=server.port, decode_responses=True)
         await write_backlog(plain, 2)
         checked = streams_source(server.tls_url, RedisTls(ca_file=str(pki["elsewhere"].ca)))
-        unchecked = streams_source(server.tls_url, RedisTls(skip_verify=True))
+        unchecked = streams_source(server.tls_url, RedisTls(insecure_skip_verify=True))
         try:
             failure = failure_of(await measure_streams(checked))
             assert failure.reason is Reason.CONNECTION_ERROR
@@ -143,7 +143,7 @@ URL = "rediss://127.0.0.1:6380/0"
             "not a PEM certificate with the key",
         ),
         ({"redis_tls_key_file": "{client_key}"}, "--redis.tls-key-file", "needs its certificate"),
-        ({"redis_tls_skip_verify": "maybe"}, "--redis.tls-insecure-skip-verify", "'maybe' is not one of"),
+        ({"redis_tls_insecure_skip_verify": "maybe"}, "--redis.tls-insecure-skip-verify", "'maybe' is not one of"),
     ],
 )
 def test_a_missing_or_bad_tls_file_is_refused_at_start(
