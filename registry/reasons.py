@@ -137,13 +137,13 @@ class Reason(StrEnum):
         "transaction_pooler",
         "a transaction pooler (PgBouncer pool_mode = transaction) is in front of the"
         " database, and the exporter runs in session pool mode: set"
-        " {setting:pool_mode=transaction} and restart it; `diagnose` checks the connection path",
+        " {setting:database_pool_mode=transaction} and restart it; `diagnose` checks the connection path",
     )
     STATEMENT_POOLER = (
         "statement_pooler",
         "statement pooling (PgBouncer pool_mode = statement) is not supported: each"
         " reading is a transaction of several statements; use transaction pooling (pool_mode = transaction) with"
-        " {setting:pool_mode=transaction}",
+        " {setting:database_pool_mode=transaction}",
     )
     CONNECT_NOT_GRANTED = (
         "connect_not_granted",
