@@ -4,7 +4,7 @@ them, tests/test_readme.py keeps them equal)."""
 
 from __future__ import annotations
 
-from exporter.flags import deprecated_spellings
+from exporter.options import deprecated_spellings
 from exporter.settings import OPTIONS
 from exporter.tools.hints import HINTS, REDIS_HINTS
 

@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from exporter.flags import DEPRECATED_FLAGS, deprecated_spellings
+from exporter.options import deprecated_spellings, field_of, flag_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME
 from registry import VERSION
 
@@ -111,7 +111,7 @@ def deprecated_used(parsed: argparse.Namespace) -> tuple[str, ...]:
 
 def replacement(old: str) -> str:
     """The flag that replaces the deprecated spelling `old`."""
-    return OPTIONS_BY_NAME[DEPRECATED_FLAGS[old]].flag
+    return flag_of(field_of(old))
 
 
 def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:

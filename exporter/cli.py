@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check-config":
         logs.configure(settings.log_format, settings.log_level)
         warn_deprecated(deprecated)
-        print(f"configuration valid: {settings.summary(show_address(settings.listen_host, settings.listen_port))}")
+        print(f"configuration valid: {settings.summary(show_address(*settings.web_listen_address))}")
         return 0
     if args.command == "diagnose":
         from exporter.tools.diagnose import diagnose

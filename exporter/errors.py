@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from exporter.flags import flag_of
+from exporter.options import flag_of
 from exporter.printable import printable, quoted
 from exporter.reasons import Reason
 

@@ -1,9 +1,23 @@
-"""What an option is: its flag, the environment variables it is read from, how its
-text is parsed and bounded, its default and its help; and the parsers every
-kind of option shares (seconds, counts, choices, switches, names). `exporter.settings`
-declares every option once with `option()`; the command line, the validation
-and docs/configuration.md are derived from those declarations, and
-exporter.service hands the parsed values to the components, by name.
+"""What an option is: its flag, the one name it goes by, the environment variables
+it is read from, how its text is parsed and bounded, its default and its help; and
+the parsers every kind of option shares (seconds, counts, choices, switches, names).
+`exporter.settings` declares every option once with `option()`; the command line,
+the validation and docs/configuration.md are derived from those declarations.
+
+The flags are spelled here, plain data below everything else, so that an error or
+a hint names the flag to set without importing the settings. One style for every
+flag, Prometheus' own: a component, a dot, then the setting in dashed words
+(`--database.batch-size`); a flag of one word has no component (`--ttl`).
+
+One name per setting, from flag to component: an option's name (its `Settings`
+field, its key wherever options are passed by name) is its flag without the
+leading dashes, dots and dashes made underscores (`--database.max-queries-per-connection`
+is `database_max_queries_per_connection`, `--web.config.file` `web_config_file`),
+and a component's own setting is the part after the component's dot
+(`PostgresSettings.max_queries_per_connection`). The names are derived from the
+flags, not written beside them (the other way is ambiguous: `--web.config.file`
+but `--redis.tls-ca-file`); two flags of one name, a deprecated spelling of no
+option, or a field without a flag fail at import.
 """
 
 from __future__ import annotations
@@ -18,19 +32,83 @@ from typing import Any, Generic, Protocol, TypeVar
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-# The one rule for environment variables: this prefix, then the option's name
-# (`field_of` its flag), upper case.
+FLAGS: tuple[str, ...] = (
+    "--web.listen-address",
+    "--database.url",
+    "--database.url-file",
+    "--redis.url",
+    "--redis.url-file",
+    "--redis.tls-ca-file",
+    "--redis.tls-cert-file",
+    "--redis.tls-key-file",
+    "--redis.tls-insecure-skip-verify",
+    "--signals",
+    "--ttl",
+    "--deadline",
+    "--signals.ttl",
+    "--signals.deadline",
+    "--database.max-connections",
+    "--database.batch-size",
+    "--database.idle-close",
+    "--database.max-queries-per-connection",
+    "--database.pool-mode",
+    "--database.replica-max-staleness",
+    "--redis.replica-max-staleness",
+    "--redis.sentinel-majority",
+    "--backlogs.config-file",
+    "--web.config.file",
+    "--web.max-connections",
+    "--web.request-head-timeout",
+    "--web.trusted-proxies",
+    "--log.format",
+    "--log.level",
+)
+
+# Earlier spellings still accepted, each a deprecated alias of the option of the
+# same name (`--log-level` of `--log.level`: both are `log_level`, both read
+# ORPYCAMCP_LOG_LEVEL). Using one logs a warning once at start.
+DEPRECATED_FLAGS: tuple[str, ...] = (
+    "--database-url",
+    "--database-url-file",
+    "--redis-url",
+    "--redis-url-file",
+    "--log-format",
+    "--log-level",
+)
+
+# The one rule for environment variables: this prefix, then the option's name, upper case.
 ENV_PREFIX = "ORPYCAMCP_"
 
 
 def field_of(flag: str) -> str:
-    """The name of the option `flag` sets, in Settings and wherever it is passed:
-    the flag without its dashes, dots and dashes turned into underscores."""
+    """The name of the option `flag` sets: the flag without its leading dashes,
+    dots and dashes turned into underscores."""
     return re.sub(r"[.-]", "_", flag.lstrip("-"))
 
 
 def env_name(flag: str) -> str:
     return ENV_PREFIX + field_of(flag).upper()
+
+
+_FLAG_OF = {field_of(flag): flag for flag in FLAGS}
+if len(_FLAG_OF) != len(FLAGS) or not {field_of(old) for old in DEPRECATED_FLAGS} <= set(_FLAG_OF):
+    raise ValueError("two flags name one option, or a deprecated spelling names none")
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the option `name`."""
+    return _FLAG_OF[name]
+
+
+def deprecated_spellings(name: str) -> tuple[str, ...]:
+    """The deprecated spellings still read for the option `name`."""
+    return tuple(old for old in DEPRECATED_FLAGS if field_of(old) == name)
+
+
+def setting(name: str, value: str) -> str:
+    """How to give the option `name` this value, by flag and by environment."""
+    flag = flag_of(name)
+    return f"{flag} {value} ({env_name(flag)}={value})"
 
 
 class Refused(ValueError):
@@ -135,11 +213,9 @@ class Option(Generic[T]):
 
     `default` is text, as it would be given on the command line, and goes through
     `parse` like any given value; None means unset (or, with `default_doc`, a
-    default derived from other options by a rule of exporter.settings). `flag`
-    comes from exporter.flags (filled in by `declared`).
+    default derived from other options by a rule of exporter.loading).
     """
 
-    flag: str
     parse: Parser[T]
     help: str
     metavar: str = "VALUE"
@@ -147,6 +223,10 @@ class Option(Generic[T]):
     default_doc: str | None = None
     aliases: tuple[str, ...] = ()
     name: str = ""  # the Settings field that declares it, filled in by `declared`
+
+    @property
+    def flag(self) -> str:
+        return flag_of(self.name)
 
     @property
     def env(self) -> str:
@@ -178,22 +258,20 @@ def option(
     aliases: tuple[str, ...] = (),
     secret: bool = False,
 ) -> Any:
-    """A settings field declared as an option (see Option; its flag is in exporter.flags);
+    """A settings field declared as an option (see Option; its flag is in FLAGS);
     a secret one is left out of repr()."""
-    declared = Option("", parse, help, metavar, default, default_doc, aliases)
+    declared = Option(parse, help, metavar, default, default_doc, aliases)
     return dataclasses.field(metadata={OPTION_KEY: declared}, repr=not secret)
 
 
-def declared(settings_class: type[Any], flags: Mapping[str, str]) -> tuple[Option[Any], ...]:
-    """The options declared by the fields of a settings dataclass, in their order,
-    each with its flag from `flags` (by field name): every field has one, every flag a field."""
+def declared(settings_class: type[Any]) -> tuple[Option[Any], ...]:
+    """The options declared by the fields of a settings dataclass, in their order:
+    every field is the name of a flag, every flag names a field."""
     fields = [item for item in dataclasses.fields(settings_class) if OPTION_KEY in item.metadata]
-    names = [item.name for item in fields]
-    if set(names) != set(flags):
+    names = {item.name for item in fields}
+    if names != set(_FLAG_OF):
         raise ValueError(
-            f"options without a flag: {sorted(set(names) - set(flags))};"
-            f" flags without an option: {sorted(set(flags) - set(names))}"
+            f"options without a flag: {sorted(names - set(_FLAG_OF))};"
+            f" flags without an option: {sorted(set(_FLAG_OF) - names)}"
         )
-    return tuple(
-        dataclasses.replace(item.metadata[OPTION_KEY], name=item.name, flag=flags[item.name]) for item in fields
-    )
+    return tuple(dataclasses.replace(item.metadata[OPTION_KEY], name=item.name) for item in fields)

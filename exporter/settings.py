@@ -3,13 +3,12 @@ data once loaded).
 
 An option's declaration (exporter.options.option) holds how it is parsed and
 bounded (the parsers live beside what they parse), its default, its help and its
-environment aliases; its flag is in exporter.flags. The command line
+environment aliases; its flag is in exporter.options, its name the flag's. The command line
 (exporter.arguments), docs/configuration.md and the checks of `serve`,
 `check-config`, `diagnose` and `healthcheck` all read these declarations.
-The path of a value: exporter.loading.load reads each option (exporter.precedence:
-flag, environment, default), applies the rules that involve several options
-(exporter.option_rules) and returns a `Settings`; the components get their
-values in exporter.service, by keyword.
+The path of a value: exporter.loading.load reads each option (flag, environment,
+default), applies the rules that involve several options and returns a
+`Settings`; the components get their values in exporter.service, by keyword.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from exporter.audit_runs import AuditRuns
 from exporter.cadence import Cadence, PerSignal
 from exporter.declarations import Backlog, Declarations
 from exporter.declared_streams import NO_STREAMS, DeclaredStreams
-from exporter.flags import FLAGS
 from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import ListenAddress, ListenParser
 from exporter.http.proxies import Network, TrustedProxies
@@ -245,14 +243,6 @@ class Settings:
         """The TTL and deadline of `signal`: its own, else the global ones."""
         return dict(self.cadences).get(signal, Cadence(self.ttl, self.deadline))
 
-    @property
-    def listen_host(self) -> str:
-        return self.web_listen_address.host
-
-    @property
-    def listen_port(self) -> int:
-        return self.web_listen_address.port
-
     def summary(self, where: str) -> str:
         """What these settings serve, as `check-config` and the start-up line say it."""
         users = len(self.web.basic_auth_users)
@@ -286,7 +276,7 @@ class Settings:
         )
 
 
-OPTIONS: tuple[Option[Any], ...] = declared(Settings, FLAGS)
+OPTIONS: tuple[Option[Any], ...] = declared(Settings)
 OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from devkit.doctables import TABLES, GeneratedTable, current, declared_metrics_table
 from devkit.tools import tool
-from exporter.flags import deprecated_spellings
+from exporter.options import deprecated_spellings
 from exporter.settings import OPTIONS
 from registry import BUILTIN
 

@@ -9,7 +9,7 @@ import os
 import resource
 from typing import NamedTuple
 
-from exporter.flags import flag_of
+from exporter.options import flag_of
 
 log = logging.getLogger("orpycamcp.http")
 

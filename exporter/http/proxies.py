@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
-from exporter.flags import flag_of
-from exporter.options import Refused
+from exporter.options import Refused, flag_of
 from exporter.yamlfile import excerpt
 
 log = logging.getLogger("orpycamcp.http")

@@ -72,8 +72,8 @@ def uvicorn_config(
 
     protocol = bounded_protocol(book, settings.web_request_head_timeout, allowed_sans)
     options: dict[str, Any] = dict(
-        host=settings.listen_host,
-        port=settings.listen_port,
+        host=settings.web_listen_address.host,
+        port=settings.web_listen_address.port,
         loop="uvloop",
         # httptools with a time and size limit on request heads, and the connection book.
         http=protocol,
@@ -113,7 +113,7 @@ def uvicorn_config(
 def serve(settings: Settings, listener: socket.socket | None = None) -> int:
     """Serve until a signal stops it; raises ListenError when the address cannot be bound."""
     web = settings.web
-    listener = listener or bind(settings.listen_host, settings.listen_port)
+    listener = listener or bind(*settings.web_listen_address)
     budget = raise_fd_limit()
     book = ConnectionBook(connection_cap(budget, settings.database_max_connections, settings.web_max_connections))
     source: WebConfigSource = (

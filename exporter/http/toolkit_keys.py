@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from exporter.errors import ConfigError
-from exporter.flags import flag_of
+from exporter.options import flag_of
 
 SETTING = flag_of("web_config_file")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from exporter.errors import ConfigError
-from exporter.flags import flag_of
 from exporter.http import toolkit_keys
+from exporter.options import flag_of
 from exporter.printable import has_control
 from exporter.yamlfile import YamlError, parse_yaml, read_capped
 

@@ -17,8 +17,8 @@ from exporter import logs
 from exporter.contract import sql
 from exporter.declared_streams import NO_STREAMS, SHIPPED_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidSettings
-from exporter.flags import flag_of
 from exporter.loading import load
+from exporter.options import flag_of
 from exporter.settings import OPTIONS_BY_NAME
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 
@@ -90,7 +90,7 @@ def run_demo(values: Mapping[str, Any]) -> int:
     checked = load(
         {**values, "database_url": "postgresql://demo@127.0.0.1/demo", "redis_url": "redis://127.0.0.1"}, os.environ
     )
-    listener = bind(checked.listen_host, checked.listen_port)
+    listener = bind(*checked.web_listen_address)
     print("starting a throwaway PostgreSQL ...", file=sys.stderr)
     postgres: LocalPostgres | None = None
     redis_server: LocalRedis | None = None
@@ -109,12 +109,13 @@ def run_demo(values: Mapping[str, Any]) -> int:
             overrides["redis_url"] = redis_server.url
         settings = load(overrides, os.environ)
         logs.configure(settings.log_format, settings.log_level)
-        host = "localhost" if settings.listen_host in ("0.0.0.0", "::", "") else settings.listen_host
+        host, port = settings.web_listen_address
+        host = "localhost" if host in ("0.0.0.0", "::", "") else host
         read_only = [f"{flag_of('database_url')} '{overrides['database_url']}'"]
         if redis_server is not None:
             read_only.append(f"{flag_of('redis_url')} '{redis_server.url}'")
         print(
-            f"demo exporter: http://{host}:{settings.listen_port}/metrics (Ctrl-C stops and removes everything)\n"
+            f"demo exporter: http://{host}:{port}/metrics (Ctrl-C stops and removes everything)\n"
             f"try diagnose on the same servers (the exporter's read-only role):\n"
             f"  orpycamcp-exporter diagnose {' '.join(read_only)}",
             file=sys.stderr,

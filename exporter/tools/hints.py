@@ -1,11 +1,11 @@
 """What an operator should do about each reason a signal is unmeasured: the hints
-of registry/reasons.py, with the flags they name spelled as exporter/flags.py
+of registry/reasons.py, with the flags they name spelled as exporter/options.py
 spells them.
 """
 
 from __future__ import annotations
 
-from exporter.flags import flag_of, setting
+from exporter.options import flag_of, setting
 from exporter.reasons import Reason
 from exporter.signals.base import Source
 from registry.reasons import HINT_TEXTS

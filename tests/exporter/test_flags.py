@@ -15,8 +15,7 @@ import pytest
 
 from devkit.process import exporter_process
 from exporter.arguments import build_parser, deprecated_used, option_values, replacement, with_command
-from exporter.flags import DEPRECATED_FLAGS, FLAGS
-from exporter.options import env_name
+from exporter.options import DEPRECATED_FLAGS, FLAGS, env_name, field_of, flag_of
 from exporter.settings import OPTIONS
 
 DB = "postgresql://u:secret@127.0.0.1:9/platform"
@@ -30,7 +29,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("flag", sorted(FLAGS.values()))
+@pytest.mark.parametrize("flag", sorted(FLAGS))
 def test_every_flag_has_the_prometheus_style(flag: str) -> None:
     assert PROMETHEUS_STYLE.fullmatch(flag), flag
 
@@ -38,10 +37,10 @@ def test_every_flag_has_the_prometheus_style(flag: str) -> None:
 @pytest.mark.parametrize("old", sorted(DEPRECATED_FLAGS))
 def test_a_deprecated_spelling_is_read_as_its_option_with_the_same_environment_variable(old: str) -> None:
     parsed = build_parser().parse_args(with_command([old, "value"]))
-    name = DEPRECATED_FLAGS[old]
+    name = field_of(old)
     assert option_values(parsed)[name] == ["value"]
     assert deprecated_used(parsed) == (old,)
-    assert env_name(old) == env_name(FLAGS[name])
+    assert env_name(old) == env_name(flag_of(name))
     assert not PROMETHEUS_STYLE.fullmatch(old)
 
 

@@ -19,7 +19,7 @@ DB = "postgresql://u:secret@db:5432/platform"
 
 def test_defaults() -> None:
     settings = load({"database_url": DB}, {})
-    assert (settings.listen_host, settings.listen_port) == ("", 9874)
+    assert (settings.web_listen_address.host, settings.web_listen_address.port) == ("", 9874)
     assert settings.signals == ("dlq", "preservation", "audit_chain", "migration_lock", "housekeeping")
     assert (settings.ttl, settings.deadline) == (30.0, 10.0)
     assert settings.database_max_connections == 2

@@ -369,7 +369,7 @@ def test_a_host_name_loads_into_one_the_resolver_encodes_or_is_refused_in_one_li
     settings = loaded(values)
     event("loaded" if settings is not None else "refused")
     if settings is not None:
-        _resolvable(host if where != "listen" else settings.listen_host)
+        _resolvable(host if where != "listen" else settings.web_listen_address.host)
 
 
 def test_the_bases_load_as_they_are(directory: Path) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 import asyncpg
 
 from exporter.errors import SourceError
-from exporter.flags import setting
+from exporter.options import setting
 from exporter.printable import quoted
 from exporter.reasons import Reason
 from exporter.sources.url_secrets import Mask, unmasked

@@ -39,9 +39,9 @@ import asyncpg
 
 from exporter.clock import SYSTEM_CLOCK, Clock
 from exporter.errors import ContractViolation, TenantListUnreadable
-from exporter.flags import flag_of
 from exporter.freshness import STANDBY_SQL, ReplicaLink, require_fresh, standby_link
 from exporter.lifecycle import Lifecycle, cancel_and_wait
+from exporter.options import flag_of
 from exporter.reading import CachedReading
 from exporter.sources.postgres.batches import tenant_batches
 from exporter.sources.postgres.column_types import ResultTypes

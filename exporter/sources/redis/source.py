@@ -21,9 +21,9 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from exporter.flags import flag_of
 from exporter.freshness import ReplicaLink, redis_link, require_fresh
 from exporter.lifecycle import CLOSE_SECONDS, Lifecycle
+from exporter.options import flag_of
 from exporter.sources.redis.clients import RedisClient, RedisClients, build_clients
 from exporter.sources.redis.cluster_read import ClusterReader, Command
 from exporter.sources.redis.errors import reply_error, translating

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from exporter.flags import flag_of
 from exporter.hostnames import host_problem
-from exporter.options import Refused
+from exporter.options import Refused, flag_of
 from exporter.sources import url_secrets
 from exporter.sources.redis.errors import InvalidRedisUrl
 

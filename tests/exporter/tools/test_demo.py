@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from devkit.servers import free_port
-from exporter.flags import flag_of
+from exporter.options import flag_of
 from tests.scrapes import parse
 
 EXAMPLE_BACKLOGS = Path(__file__).resolve().parents[3] / "deploy" / "backlogs.example.yml"
