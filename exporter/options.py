@@ -90,9 +90,18 @@ def env_name(flag: str) -> str:
     return ENV_PREFIX + field_of(flag).upper()
 
 
-_FLAG_OF = {field_of(flag): flag for flag in FLAGS}
-if len(_FLAG_OF) != len(FLAGS) or not {field_of(old) for old in DEPRECATED_FLAGS} <= set(_FLAG_OF):
-    raise ValueError("two flags name one option, or a deprecated spelling names none")
+def named(flags: tuple[str, ...], deprecated: tuple[str, ...]) -> dict[str, str]:
+    """Each flag by the name of its option; raises at import on two flags of one
+    name, or a deprecated spelling that names no option."""
+    by_name = {field_of(flag): flag for flag in flags}
+    twice = sorted(flag for flag in flags if [field_of(other) for other in flags].count(field_of(flag)) > 1)
+    orphans = sorted(old for old in deprecated if field_of(old) not in by_name)
+    if twice or orphans:
+        raise ValueError(f"flags of an option named twice: {twice}; deprecated spellings of no option: {orphans}")
+    return by_name
+
+
+_FLAG_OF = named(FLAGS, DEPRECATED_FLAGS)
 
 
 def flag_of(name: str) -> str:

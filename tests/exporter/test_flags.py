@@ -15,7 +15,7 @@ import pytest
 
 from devkit.process import exporter_process
 from exporter.arguments import build_parser, deprecated_used, option_values, replacement, with_command
-from exporter.options import DEPRECATED_FLAGS, FLAGS, env_name, field_of, flag_of
+from exporter.options import DEPRECATED_FLAGS, FLAGS, env_name, field_of, flag_of, named
 from exporter.settings import OPTIONS
 
 DB = "postgresql://u:secret@127.0.0.1:9/platform"
@@ -32,6 +32,15 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("flag", sorted(FLAGS))
 def test_every_flag_has_the_prometheus_style(flag: str) -> None:
     assert PROMETHEUS_STYLE.fullmatch(flag), flag
+
+
+def test_a_table_of_two_flags_of_one_name_or_an_orphan_spelling_is_refused() -> None:
+    """What stops the import of exporter.options when the table breaks the one rule."""
+    assert named(("--web.config.file", "--ttl"), ()) == {"web_config_file": "--web.config.file", "ttl": "--ttl"}
+    with pytest.raises(ValueError, match=r"named twice: \['--web\.config-file', '--web\.config\.file'\]"):
+        named(("--web.config.file", "--web.config-file"), ())
+    with pytest.raises(ValueError, match=r"no option: \['--log-levels'\]"):
+        named(("--log.level",), ("--log-levels",))
 
 
 @pytest.mark.parametrize("old", sorted(DEPRECATED_FLAGS))
