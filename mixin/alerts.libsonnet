@@ -60,6 +60,8 @@ local lib = import 'lib.libsonnet';
   local q(text) = lib.templateQuery(text),
   local inCluster = lib.withCluster(c, ' in cluster ') + lib.withDatabase(),
   local commaCluster = lib.withCluster(c, ', cluster ') + lib.withDatabase(', database ', ''),
+  // The cluster of an alert keyed on its target (perTarget).
+  local targetCluster = lib.withCluster(c, ', cluster ', byTarget=true),
   // The reasons the exporter gives on its page (orpycamcp_signal_failure_info),
   // read when the alert is sent: one word per reason, whatever the replicas.
   // Keyed on a database: its targets' reasons (by their last reported identity).
@@ -94,11 +96,15 @@ local lib = import 'lib.libsonnet';
   local identity(series) = series,
   local last(matcher) = 'orpycamcp:signal_last_success_timestamp_seconds:max{%s}' % matcher,
 
-  // An alert about each target: the labels of an HA Prometheus pair (haLabels)
-  // dropped, so both servers' series of one target make one alert.
+  // An alert about each target, keyed on the target (job, instance and what
+  // the alert needs): the labels of an HA Prometheus pair (haLabels) dropped,
+  // so both servers' series of one target make one alert, and the cluster
+  // label dropped, display only (named in its texts by lib.withCluster), so a
+  // relabel rename of it neither re-pages nor resolves the alert. An
+  // aggregation, never a label removal: two targets of one instance under two
+  // cluster label values make one alert, never two series of one label set.
   local perTarget(expr) =
-    if std.length(c.haLabels) == 0 then expr
-    else 'max without (%s) (\n  %s\n)\n' % [lib.list(c.haLabels), std.join('\n  ', std.split(std.rstripChars(expr, '\n'), '\n'))],
+    'max without (%s) (\n  %s\n)\n' % [lib.list(c.haLabels + [cl]), std.join('\n  ', std.split(std.rstripChars(expr, '\n'), '\n'))],
 
   local alert(name, severity, role, expr, summary, description, labels={}, forDuration=null, keepFiring=false) = {
     alert: name,
@@ -175,7 +181,7 @@ local lib = import 'lib.libsonnet';
                 (max by (%(merge)s) (%(up)s) == 0)
             ||| % { up: up, merge: lib.list(keys + [cl]) }),
             'An orpycamcp-exporter replica is down while others are up.',
-            'Target {{ $labels.instance }} of job {{ $labels.job }}%s could not be scraped for %s; the remaining replicas still report every signal.' % [commaCluster, lib.words(c.exporterReplicaDownFor)],
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s could not be scraped for %s; the remaining replicas still report every signal.' % [targetCluster, lib.words(c.exporterReplicaDownFor)],
             forDuration=c.exporterReplicaDownFor,
           ),
           alert(
@@ -185,7 +191,7 @@ local lib = import 'lib.libsonnet';
               unless ignoring (signal) %s
             ||| % [up, lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c))]),
             'An orpycamcp-exporter target is up but exposes no signal.',
-            'Target {{ $labels.instance }} of job {{ $labels.job }}%s is scraped but has exposed no orpycamcp_signal_measured series for %s.' % [commaCluster, lib.words(c.exporterNoSignalsFor)],
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s is scraped but has exposed no orpycamcp_signal_measured series for %s.' % [targetCluster, lib.words(c.exporterNoSignalsFor)],
             forDuration=c.exporterNoSignalsFor,
           ),
         ],
@@ -320,7 +326,7 @@ local lib = import 'lib.libsonnet';
             perTarget($.unidentifiedTargets),
             'An exporter target has not reported which database it measures; every platform total is absent.',
             'Target {{ $labels.instance }} of job {{ $labels.job }}%s has reported no orpycamcp_database_identity_info within %s, so its values cannot be counted in the platform totals, which are absent. Reason now: {{ with printf `%s` $labels.instance | query | sortByLabel "reason" }}{{ range . }}{{ .Labels.reason }} {{ end }}{{ else }}target down or none reported{{ end }}.' % [
-              commaCluster,
+              targetCluster,
               lib.words(c.databaseMemory),
               q('max by (reason) (orpycamcp_database_identity_failure_info%s)' % lib.selector(c, ['instance=%q'])),
             ],
@@ -333,7 +339,7 @@ local lib = import 'lib.libsonnet';
                 unless ignoring (reason) %(unidentified)s
             ||| % { failure: lib.fresh(c, 'orpycamcp_database_identity_failure_info' + lib.selector(c)), unidentified: std.strReplace($.unidentifiedTargets, '\n', '\n    ') }),
             'An exporter replica cannot read which database it measures; its values count in no platform total.',
-            'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [commaCluster, lib.words(c.databaseUnidentifiedFor)],
+            'Target {{ $labels.instance }} of job {{ $labels.job }}%s cannot read its database identity ({{ $labels.reason }}) for %s: its values count in no platform total, which stays complete only while another replica of its database reports it (else the totals are absent and OrpycamcpPlatformTotalUnknown names the database).' % [targetCluster, lib.words(c.databaseUnidentifiedFor)],
             forDuration=c.databaseUnidentifiedFor,
           ),
           alert(

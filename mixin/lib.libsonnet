@@ -240,15 +240,24 @@
   // "<before><cluster label value>{{ . }}<after>" for the cluster label: the
   // alert's own, or, for an alert keyed on its database (byDatabase: no cluster
   // label), the values its database's targets carry now (else within
-  // databaseMemory), read when the alert is sent: display only.
-  withCluster(config, before, after='')::
+  // databaseMemory), or, `byTarget`, for an alert keyed on its target (no
+  // cluster label), the values its instance's fresh `up` carries; read when
+  // the alert is sent: display only.
+  withCluster(config, before, after='', byTarget=false)::
     local cl = config.clusterLabel;
     local of(record) = 'group by (%s) (%s)' % [cl, record + $.recorded(config, [cl + '!=""', $.identityLabel + '=%q'])];
     local now = of('orpycamcp:database_identity:last_seen_timestamp_seconds');
-    local query = '%s or %s unless on () %s' % [now, of($.latestIdentity), now];
+    local byDatabase = '%s or %s unless on () %s' % [now, of($.latestIdentity), now];
+    local ofTarget = 'group by (%s) %s' % [cl, $.fresh(config, 'up' + $.selector(config, [cl + '!=""', 'instance=%q']))];
+    local key = if byTarget then 'instance' else $.identityLabel;
+    local query = if byTarget then ofTarget else byDatabase;
     std.join('', [
       '{{ with $labels.%s }}%s{{ . }}%s' % [cl, before, after],
-      '{{ else }}{{ with $labels.%s }}{{ with printf `%s` . . . | query }}' % [$.identityLabel, $.templateQuery(query)],
+      '{{ else }}{{ with $labels.%s }}{{ with printf `%s`%s | query }}' % [
+        key,
+        $.templateQuery(query),
+        std.repeat(' .', std.length(std.findSubstr('%q', query))),
+      ],
       '%s{{ range $i, $c := . | sortByLabel "%s" }}{{ if $i }}, {{ end }}{{ $c.Labels.%s }}{{ end }}%s' % [before, cl, cl, after],
       '{{ end }}{{ end }}{{ end }}',
     ]),

@@ -58,11 +58,13 @@ local lib = import 'lib.libsonnet';
   // other than streams) without any identity within databaseMemory; or down,
   // without one, and with a cluster label value no identified target has (a
   // replica that never started beside identified ones is no unknown database).
+  // A target is known by its job and instance: the identity it reported under
+  // another value of the cluster label (before a relabel rename) is still its own.
   local unidentified = |||
     (
       group without (signal) %(measured)s
-        unless ignoring (%(id)s) %(latest)s
-      or (%(up)s == 0) unless ignoring (%(id)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
+        unless ignoring (%(id)s, %(cl)s) %(latest)s
+      or (%(up)s == 0) unless ignoring (%(id)s, %(cl)s) %(latest)s unless on (%(k)s, %(cl)s) %(latest)s
     )
   ||| % { measured: lib.fresh(c, 'orpycamcp_signal_measured' + lib.selector(c, ['signal!~"%s"' % lib.busSignals])), id: id, latest: latest, up: up, k: k, cl: cl },
   // Database identities of the targets still scraped (up or down), with their cluster label.
