@@ -53,6 +53,8 @@ ALERTMANAGER_HEADER = """\
 # Inhibitions stay inside one deployment (the selector's labels) and one
 # cluster: OrpycamcpSignalUnmeasured holds the value alerts of its own database
 # and signal; OrpycamcpExporterDown those of its own cluster;
+# OrpycamcpDatabaseVanished (its targets gone) the value alerts of its database,
+# held by keep_firing_for, so their end is never sent as "resolved" meanwhile;
 # OrpycamcpExporterAbsent (no target at all) those of the deployment.
 # OrpycamcpPlatformTotalUnknown and the database alerts are never inhibited.
 #

@@ -56,6 +56,15 @@ local lib = import 'lib.libsonnet';
         target_matchers: ['alertname=~"Orpycamcp.+"', neverInhibited] + own,
         equal: keys + [id, cl],
       },
+      // While a database is not scraped at all (its targets left service
+      // discovery, its regional server stopped) its values are unknown: its
+      // value alerts, held for valueKeepFiringFor, are suppressed, and their
+      // end is never sent as "resolved" while it is gone.
+      {
+        source_matchers: ['alertname="OrpycamcpDatabaseVanished"', 'orpycamcp_role="database"'] + own,
+        target_matchers: ['orpycamcp_role="value"'] + own,
+        equal: keys + [id],
+      },
       // No target of the deployment at all (absent() carries the selector's
       // labels only): every alert of the deployment, whatever its cluster.
       {

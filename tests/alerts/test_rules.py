@@ -632,9 +632,10 @@ def test_non_orpycamcp_alerts_are_never_inhibited() -> None:
         "severity": "critical",
     }
     assert not inhibited(foreign, by=alerts["OrpycamcpExporterDown"])
-    # A value alert is only inhibited by an unmeasured alert, not by another value alert.
+    # A value alert is only inhibited by an unmeasured alert, its database's outage or its
+    # database gone, not by another value alert.
     for source in alerts.values():
-        if role_of(source) not in ("unmeasured", "exporter_down"):
+        if role_of(source) not in ("unmeasured", "exporter_down") and source["alertname"] != VANISHED:
             for target in alerts.values():
                 assert not inhibited(target, by=source), (source["alertname"], target["alertname"])
 
@@ -715,6 +716,25 @@ def test_inhibition_stays_within_a_database() -> None:
     replica = alerts["OrpycamcpExporterNoSignals"]
     assert inhibited({**replica, CLUSTER: "b"}, by=down)
     assert not inhibited({**replica, CLUSTER: "a"}, by=down)
+
+
+VANISHED = "OrpycamcpDatabaseVanished"
+
+
+def test_a_vanished_database_holds_its_own_value_alerts_only() -> None:
+    """Its values unknown while it is not scraped: their end is no "resolved" (keep_firing_for, then inhibited)."""
+    alerts = fired_labels()
+    vanished = {**alerts[VANISHED], IDENTITY_LABEL: "2/1"}
+    held = 0
+    for target in alerts.values():
+        if role_of(target) == "value" and target["signal"] != "streams":
+            held += 1
+            assert inhibited({**target, IDENTITY_LABEL: "2/1"}, by=vanished), target["alertname"]
+            assert not inhibited({**target, IDENTITY_LABEL: "1/1"}, by=vanished), target["alertname"]
+            assert not inhibited({**target, IDENTITY_LABEL: "2/1"}, by={**vanished, "job": "another-exporter"})
+        else:
+            assert not inhibited(target, by=vanished), target["alertname"]
+    assert held > 10
 
 
 def test_a_cluster_unable_to_read_the_streams_is_inhibited_by_its_own_outage_only() -> None:
