@@ -59,10 +59,13 @@ def prometheus_config(
         ],
     }
     if alertmanager_port is not None:
-        document["alerting"] = {
-            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]
-        }
+        document["alerting"] = alerting(alertmanager_port)
     return document
+
+
+def alerting(alertmanager_port: int) -> dict[str, Any]:
+    """A configuration's `alerting` section: alerts sent to the Alertmanager on this port."""
+    return {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]}
 
 
 @contextmanager
@@ -71,9 +74,11 @@ def prometheus(
     alertmanager_port: int | None,
     rules: Path | Sequence[Path],
     folder: Path,
+    resend_delay: str = "1s",
 ) -> Iterator[RunningProcess]:
     """Prometheus scraping every second: one exporter port or target groups of the job
-    orpycamcp-exporter, or target groups per job; reloadable (`reload_prometheus`)."""
+    orpycamcp-exporter, or target groups per job; reloadable (`reload_prometheus`). A firing
+    alert is sent again every `resend_delay` and holds in Alertmanager for four times that."""
     if isinstance(targets, int):
         jobs: Mapping[str, Sequence[Targets]] = {"orpycamcp-exporter": [Targets((targets,))]}
     elif isinstance(targets, Mapping):
@@ -82,7 +87,8 @@ def prometheus(
         jobs = {"orpycamcp-exporter": list(targets)}
     files = [rules] if isinstance(rules, Path) else list(rules)
     document = prometheus_config(jobs, alertmanager_port, files)
-    with prometheus_server(document, folder, "--rules.alert.resend-delay=1s", "--web.enable-lifecycle") as running:
+    flags = (f"--rules.alert.resend-delay={resend_delay}", "--web.enable-lifecycle")
+    with prometheus_server(document, folder, *flags) as running:
         yield running
 
 
@@ -144,6 +150,29 @@ def query(prom: RunningProcess, expr: str) -> list[dict[str, Any]]:
     assert body["status"] == "success", body
     result: list[dict[str, Any]] = body["data"]["result"]
     return result
+
+
+@dataclass(frozen=True)
+class Fired:
+    """One alert's firing, read back from ALERTS: its labels, its first and last firing sample."""
+
+    labels: Mapping[str, str]
+    first: float
+    last: float
+
+    @property
+    def alertname(self) -> str:
+        return self.labels["alertname"]
+
+
+def fired(prom: RunningProcess, since: float) -> list[Fired]:
+    """Every alert that fired since `since`, in the order they began."""
+    window = int(time.time() - since) + 2
+    found = [
+        Fired(series["metric"], float(series["values"][0][0]), float(series["values"][-1][0]))
+        for series in query(prom, f'ALERTS{{alertstate="firing"}}[{window}s]')
+    ]
+    return sorted((alert for alert in found if alert.last >= since), key=lambda alert: alert.first)
 
 
 def rule_group_durations(prom: RunningProcess) -> dict[str, float]:

@@ -31,8 +31,12 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
 from tests.e2e.stack import (
+    alerting,
+    alertmanager,
     evaluated_beside,
+    fired,
     prometheus_server,
     query,
     reload_prometheus,
@@ -40,6 +44,7 @@ from tests.e2e.stack import (
     wait_for,
 )
 from tests.e2e.test_ha_remote_write import (
+    EVALUATIONS,
     TOTAL,
     folder,
     raw_samples,
@@ -52,7 +57,6 @@ from tests.platform import Platform
 pytestmark = pytest.mark.timeout(900)
 
 JOB = "orpycamcp-exporter"
-EVALUATIONS = f'orpycamcp:clusters:count{{job="{JOB}"}}'
 # Regional scrape 1 s + federation 1 s: samples count while at most 3 x 2 s old.
 SAMPLES_EVERY = "2s"
 SAMPLE_MAX_AGE = 3 * 2  # the mixin's samplesFreshScrapes x SAMPLES_EVERY (lib.fresh)
@@ -76,11 +80,13 @@ def regional_config(targets: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def global_config(regionals: list[RunningProcess], rules: Path) -> dict[str, Any]:
-    """The global server: federates the exporter's raw series (with `up`) from every regional one."""
+def global_config(regionals: list[RunningProcess], rules: Path, alertmanager_port: int) -> dict[str, Any]:
+    """The global server: federates the exporter's raw series (with `up`) from every regional
+    one, and sends its alerts to the Alertmanager."""
     return {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(rules)],
+        "alerting": alerting(alertmanager_port),
         "scrape_configs": [
             {
                 "job_name": "federate",
@@ -105,10 +111,14 @@ def rendered_rules(retired: list[str]) -> str:
 
 
 def write_rules(destination: Path, rendered: str) -> Path:
-    """The rendered rules, shortened, at `destination`."""
+    """The rendered rules, shortened, at `destination`. A value alert keeps firing 40 s once its
+    series are gone (10 minutes shipped): longer than a gone database's own alert takes to fire
+    and inhibit it, as shipped, so a database gone never sends "resolved" for its values."""
     full = destination.with_suffix(".full.yml")
     full.write_text(rendered)
-    return write_shortened_rules(destination, for_duration="2s", interval="1s", offset="10s", source=full)
+    return write_shortened_rules(
+        destination, for_duration="2s", interval="1s", offset="10s", keep_firing_for="40s", source=full
+    )
 
 
 async def resolve(platform: Platform, count: int) -> None:
@@ -152,6 +162,8 @@ class Federation:
     exporters: dict[str, RunningProcess]
     regionals: dict[str, RunningProcess]
     glob: RunningProcess
+    am: RunningProcess
+    webhook: Webhook
     folder: Path
     rules: Path
     stack: ExitStack
@@ -169,7 +181,7 @@ class Federation:
         self.phases.append(Phase(name, time.time()))
 
     def reload_global(self) -> None:
-        document = global_config(list(self.regionals.values()), self.rules)
+        document = global_config(list(self.regionals.values()), self.rules, self.am.port)
         reload_prometheus(self.glob, document, self.folder / "global")
 
     def total(self) -> float | None:
@@ -178,6 +190,9 @@ class Federation:
     def firing(self, alertname: str, **labels: str) -> list[dict[str, Any]]:
         matchers = "".join(f', {name}="{value}"' for name, value in labels.items())
         return query(self.glob, f'ALERTS{{alertname="{alertname}", alertstate="firing"{matchers}}}')
+
+    def told(self, recovered: bool) -> None:
+        wait_told(self.glob, self.am, self.webhook, JOB, recovered)
 
     def identity(self, name: str) -> str:
         series = query(self.glob, f'orpycamcp_database_identity_info{{orpycamcp_cluster="{name}"}}')
@@ -210,45 +225,49 @@ def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation
         }
         evaluated()
         rules = write_rules(tmp_path / "rules.yml", rendered_rules([]))
+        webhook = Webhook()
+        stack.callback(webhook.close)
+        am_folder = folder(tmp_path, "alertmanager")
+        am = stack.enter_context(alertmanager(alertmanager_config(am_folder, webhook, rules_config([])), am_folder))
         glob = stack.enter_context(
             prometheus_server(
-                global_config(list(regionals.values()), rules), folder(tmp_path, "global"), "--web.enable-lifecycle"
+                global_config(list(regionals.values()), rules, am.port),
+                folder(tmp_path, "global"),
+                "--web.enable-lifecycle",
             )
         )
-        yield Federation(platforms, exporters, regionals, glob, tmp_path, rules, stack)
+        yield Federation(platforms, exporters, regionals, glob, am, webhook, tmp_path, rules, stack)
 
 
-def judge(run: Federation) -> list[Phase]:
-    """Every global evaluation since the start, against the SQL truth of its moment, per phase."""
-    evaluations = sorted(raw_samples(run.glob, EVALUATIONS, run.started))
-    totals = raw_samples(run.glob, TOTAL, run.started)
-    starts = [phase.began for phase in run.phases]
+def judge(prom: RunningProcess, started: float, phases: list[Phase], truth: Truth) -> list[Phase]:
+    """Every evaluation of `prom` since `started`, against the SQL truth of its moment, per phase."""
+    evaluations = sorted(raw_samples(prom, EVALUATIONS, started))
+    totals = raw_samples(prom, TOTAL, started)
+    starts = [phase.began for phase in phases]
     first_total = min(totals) if totals else float("inf")
     for at in evaluations:
         if at < first_total:
             continue  # the rules' warm-up: no total yet
-        phase = run.phases[max(bisect.bisect_right(starts, at) - 1, 0)]
+        phase = phases[max(bisect.bisect_right(starts, at) - 1, 0)]
         value = totals.get(at)
         if value is None:
             phase.absent += 1
             phase.absent_at.append(at)
-        elif value in run.truth.right(at):
+        elif value in truth.right(at):
             phase.exact += 1
         else:
-            phase.wrong.append(f"{at - run.started:.1f} s: {value:g} (right: {sorted(run.truth.right(at))})")
-    return run.phases
+            phase.wrong.append(f"{at - started:.1f} s: {value:g} (right: {sorted(truth.right(at))})")
+    return phases
 
 
-def fired(run: Federation) -> list[str]:
-    """Each alert's firing spans (seconds since the start), read back from the global server's ALERTS."""
-    spans: list[str] = []
-    window = int(time.time() - run.started) + 2
-    for series in query(run.glob, f'ALERTS{{alertstate="firing"}}[{window}s]'):
-        labels = series["metric"]
-        times = [float(at) - run.started for at, _ in series["values"]]
+def spans(run: Federation) -> list[str]:
+    """Each alert's firing span (seconds since the start), read back from the global server's ALERTS."""
+    texts = []
+    for alert in fired(run.glob, run.started):
+        labels = alert.labels
         subject = labels.get("orpycamcp_cluster") or labels.get("signal") or labels.get("database_identity", "")
-        spans.append(f"{labels['alertname']}({subject}) {times[0]:.0f}-{times[-1]:.0f} s")
-    return sorted(spans, key=lambda text: float(text.split(") ")[1].split("-")[0]))
+        texts.append(f"{alert.alertname}({subject}) {alert.first - run.started:.0f}-{alert.last - run.started:.0f} s")
+    return texts
 
 
 def failures_read(run: Federation) -> dict[tuple[str, str], list[float]]:
@@ -304,6 +323,11 @@ def absent_without_a_failure(phase: Phase, failures: dict[tuple[str, str], list[
     return [at for at in phase.absent_at if not within_bound(every, at)]
 
 
+def failed_during(failures: dict[tuple[str, str], list[float]], began: float, end: float) -> bool:
+    """Whether an exporter's failure read from `began` (less the samples' bound) to `end`."""
+    return any(began - SAMPLE_MAX_AGE <= at <= end for times in failures.values() for at in times)
+
+
 def evaluations_after(run: Federation, since: float) -> Callable[[], int]:
     return lambda: len(raw_samples(run.glob, EVALUATIONS, since))
 
@@ -320,8 +344,10 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
     with federation(pg_server, tmp_path) as run:
         # 1. Steady: the total is the sum over the three databases.
         run.read_truth(run.started)
-        run.phase("steady")
+        run.phase("start")
         wait_for(lambda: run.total() == sum(SEEDED.values()), 120, lambda: (run.total(), run.glob.log()[-2000:]))
+        run.told(recovered=True)
+        run.phase("steady")
         steady = time.time()
         wait_for(lambda: totals_after(run, steady)() >= 15, 60, totals_after(run, steady))
         c_identity = run.identity("c")
@@ -335,6 +361,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         began = time.time()
         asyncio.run(resolve(run.platforms["c"], 2))
         run.read_truth(began)
+        run.told(recovered=False)
 
         # 3. C retired: the total over A and B, Vanished resolved.
         run.retired.append(c_identity)
@@ -350,6 +377,10 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         wait_for(lambda: not run.firing("OrpycamcpDatabaseVanished"), 60, run.total)
         retired = time.time()
         wait_for(lambda: totals_after(run, retired)() >= 5, 60, totals_after(run, retired))
+        # C's value alerts, held (keep_firing_for) and inhibited while it was gone, end now: its
+        # retirement's own "resolved", received in this phase.
+        wait_for(lambda: not query(run.glob, f'ALERTS{{database_identity="{c_identity}"}}'), 90, run.total)
+        run.told(recovered=True)
 
         # 4. West stopped: the total goes, B vanishes with its region.
         b_identity = run.identity("b")
@@ -363,6 +394,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         run.read_truth(began)
         stopped = time.time()
         wait_for(lambda: evaluations_after(run, stopped)() >= 10, 60, evaluations_after(run, stopped))
+        run.told(recovered=False)
 
         # 5. A new west: the total over A and B's new count.
         run.phase("west restarted")
@@ -374,6 +406,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         run.reload_global()
         right = SEEDED["a"] + SEEDED["b"] - 1
         wait_for(lambda: run.total() == right, 60, run.total)
+        run.told(recovered=True)
         run.phase("west back")
         back = time.time()
         wait_for(lambda: totals_after(run, back)() >= 10, 60, totals_after(run, back))
@@ -390,16 +423,18 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         run.read_truth(began)
         killed = time.time()
         wait_for(lambda: evaluations_after(run, killed)() >= 10, 60, evaluations_after(run, killed))
+        run.told(recovered=False)
 
-        phases = judge(run)
-        alerts = fired(run)
+        phases = judge(run.glob, run.started, run.phases, run.truth)
+        alerts = spans(run)
+        bounds = [(phase.name, phase.began) for phase in phases]
+        raised = per_phase([(a.first, a.alertname) for a in fired(run.glob, run.started)], bounds)
+        sent = per_phase(notified(run.webhook, JOB), bounds)
         changes = len(run.truth.changes)
         print(f"\nglobal evaluations since the start, per phase (truth read from SQL at {changes} changes):")
         for phase in phases:
-            print(
-                f"  {phase.name} (from {phase.began - run.started:.0f} s): exact {phase.exact},"
-                f" absent {phase.absent}, wrong {len(phase.wrong)}"
-            )
+            verdicts = f"exact {phase.exact}, absent {phase.absent}, wrong {len(phase.wrong)}"
+            print(phase_row(phase.name, phase.began - run.started, verdicts, raised[phase.name], sent[phase.name]))
         print("alerts fired (s since the start): " + "; ".join(alerts))
         print(
             "rule groups' last evaluation: "
@@ -414,7 +449,7 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
             )
         )
         assert [phase.wrong for phase in phases] == [[] for _ in phases]
-        steady_phase, _, retired_phase, _, _, back_phase, _ = phases
+        _, steady_phase, _, retired_phase, _, _, back_phase, _ = phases
         # Steady, and once the total is back, it is present at every evaluation but those
         # an exporter's failure (at load, a reading past the 0.8 s deadline) made absent.
         assert absent_without_a_failure(steady_phase, failures) == []
@@ -424,3 +459,17 @@ def test_federated_totals_follow_every_target_and_region_that_is_gone(
         assert back_phase.exact >= 10
         # An identity failure counts only while its sample is fresh: no alert from a leftover.
         assert identity_alerts_without_a_failure(run, failures) == []
+        # What the receiver got: nothing once the faults were over (unless an exporter failed
+        # then); for each fault, its own alert; and no "resolved" while a fault still holds (a
+        # gone database's value alerts held by its own alert, inhibited).
+        sent_in = [sent[name] for name, _ in bounds]
+        _, _, removed_sent, _, stopped_sent, _, _, killed_sent = sent_in
+        ends = [began for _, began in bounds[1:]] + [time.time()]
+        for index in (1, 6):  # steady, west back
+            failed = failed_during(failures, bounds[index][1], ends[index])
+            assert sent_in[index] == {} or failed, (bounds[index][0], sent_in[index])
+        assert removed_sent["OrpycamcpDatabaseVanished firing"] == 1, removed_sent
+        assert stopped_sent["OrpycamcpDatabaseVanished firing"] == 1, stopped_sent
+        assert killed_sent["OrpycamcpExporterDown firing"] == 1, killed_sent
+        for fault in (removed_sent, stopped_sent, killed_sent):
+            assert not [what for what in fault if what.endswith(" resolved")], fault

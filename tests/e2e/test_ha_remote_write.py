@@ -28,14 +28,25 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.stack import evaluated_beside, prometheus_server, query, rule_group_durations, wait_for
+from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
+from tests.e2e.stack import (
+    alerting,
+    alertmanager,
+    evaluated_beside,
+    fired,
+    prometheus_server,
+    query,
+    rule_group_durations,
+    wait_for,
+)
 from tests.platform import Platform, create_platform
 
 JOB = "orpycamcp-exporter"
-TOTAL = 'orpycamcp:dlq_pending_events:total{origin_group="signature-service"}'
+TOTAL = 'orpycamcp:dlq_pending_events:total{job="orpycamcp-exporter", origin_group="signature-service"}'
 # Remote write delivers within about a second here (batch_send_deadline): samples
 # count while scraped within 3 x 2 s.
 SAMPLES_EVERY = "2s"
+EVALUATIONS = f'orpycamcp:clusters:count{{job="{JOB}"}}'
 PENDING_BEFORE = 5
 RESOLVED = 2
 
@@ -147,9 +158,15 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
         )
         evaluated()
         rules = rules_for_remote_write(tmp_path)
+        webhook = Webhook()
+        stack.callback(webhook.close)
+        am_folder = folder(tmp_path, "alertmanager")
+        am = stack.enter_context(
+            alertmanager(alertmanager_config(am_folder, webhook, {"scrapeInterval": SAMPLES_EVERY}), am_folder)
+        )
         central = stack.enter_context(
             prometheus_server(
-                {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)]},
+                {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)], "alerting": alerting(am.port)},
                 folder(tmp_path, "central"),
                 "--web.enable-remote-write-receiver",
             )
@@ -165,8 +182,12 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
         # 1. Both servers write; the central total is the database's count.
         wait_for(lambda: total_now(central) == PENDING_BEFORE, 90, lambda: (total_now(central), central.log()[-2000:]))
         assert {s["metric"]["replica"] for s in query(central, f'up{{job="{JOB}"}}')} == {"0", "1"}
+        wait_told(central, am, webhook, JOB, recovered=True)
+        steady = time.time()
+        wait_for(lambda: len(raw_samples(central, EVALUATIONS, steady)) >= 5, 60, central.log)
 
         # 2. Server 0 SIGKILLed; its last samples (PENDING_BEFORE) stay in the central lookback.
+        killed = time.time()
         pair[0].process.kill()
         pair[0].process.wait()
         changing = time.time()
@@ -189,16 +210,32 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
 
         # 4. Twenty more evaluations while the dead server's samples are still in the lookback (5 minutes).
         def evaluations_since_settled() -> int:
-            return len(raw_samples(central, f'orpycamcp:clusters:count{{job="{JOB}"}}', settled))
+            return len(raw_samples(central, EVALUATIONS, settled))
 
         wait_for(lambda: evaluations_since_settled() >= 20, 60, evaluations_since_settled)
-        evaluations = sorted(raw_samples(central, f'orpycamcp:clusters:count{{job="{JOB}"}}', started))
-        verdicts = judge(evaluations, raw_samples(central, TOTAL, started), (changing, changed), settled)
+        wait_told(central, am, webhook, JOB, recovered=True)
+        evaluations = sorted(raw_samples(central, EVALUATIONS, started))
+        totals = raw_samples(central, TOTAL, started)
+        phases = [("start", started), ("steady", steady), ("HA server killed", killed)]
+        raised = per_phase([(alert.first, alert.alertname) for alert in fired(central, started)], phases)
+        sent = per_phase(notified(webhook, JOB), phases)
+        print("\ncentral evaluations, per phase:")
+        ends = [began for _, began in phases[1:]] + [float("inf")]
+        for (name, began), end in zip(phases, ends, strict=True):
+            among = [at for at in evaluations if began <= at < end]
+            verdicts = judge(among, totals, (changing, changed), settled)
+            counted = (
+                f"exact {verdicts.exact}, absent {verdicts.absent} (before the first total: {verdicts.warming}),"
+                f" wrong {len(verdicts.wrong or [])}"
+            )
+            print(phase_row(name, began - started, counted, raised[name], sent[name]))
+        verdicts = judge(evaluations, totals, (changing, changed), settled)
         print(
-            f"\ncentral evaluations: {len(evaluations)}; exact {verdicts.exact}, absent {verdicts.absent}"
-            f" (before the first total: {verdicts.warming}), wrong {len(verdicts.wrong or [])};"
-            f" new count shown {settled - changed:.1f} s after the change; rule groups' last evaluation: "
+            f"  new count shown {settled - changed:.1f} s after the change; rule groups' last evaluation: "
             + ", ".join(f"{group} {seconds * 1000:.1f} ms" for group, seconds in rule_group_durations(central).items())
         )
         assert verdicts.wrong == []
         assert verdicts.exact >= 20
+        # The receiver: nothing while nothing changed, nothing about the dead server.
+        assert sent["steady"] == {}, sent
+        assert sent["HA server killed"] == {}, sent

@@ -19,36 +19,37 @@ Figures are printed for the record.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-import yaml
 
 from devkit import mixin
 from devkit.process import RunningProcess, exporter_process, http_get, http_post
 from devkit.servers import PostgresServer, RedisServer, free_port
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
+from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
 from tests.e2e.stack import (
     Targets,
     active_alerts,
     alertmanager,
     evaluated_beside,
+    fired,
     prometheus,
     prometheus_config,
     query,
     reload_prometheus,
     wait_for,
 )
+from tests.e2e.test_federation import Phase, Truth, judge
+from tests.e2e.test_ha_remote_write import EVALUATIONS, raw_samples
 from tests.e2e.test_sharded import EAST, SHARDS, WEST, pending, shard_exporter_args, two_shards
 from tests.platform import Platform
 
@@ -69,40 +70,6 @@ OPERATOR_LABELS = {
 }
 
 
-class Webhook:
-    """A receiver for every Alertmanager notification, counted."""
-
-    def __init__(self) -> None:
-        self.notifications: list[dict[str, Any]] = []
-        received = self.notifications
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                received.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def about(self, alertname: str, job: str) -> list[dict[str, Any]]:
-        return [
-            n
-            for n in self.notifications
-            if any(a["labels"]["alertname"] == alertname and a["labels"].get("job") == job for a in n["alerts"])
-        ]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def stuck_group(url: str) -> None:
     """One message delivered an hour ago and never acknowledged: a stuck consumer group."""
     client = redis.Redis.from_url(url, decode_responses=True)
@@ -121,21 +88,11 @@ def render_rules(folder: Path, job: str, extra: dict[str, Any] | None = None) ->
     config = {**RENDERS[job], **(extra or {})}
     full = folder / f"{job}.full.rules.yml"
     full.write_text(mixin.render(config)[Path("alerts/orpycamcp.rules.yml")], encoding="utf-8")
+    # A value alert held 40 s once its series are gone (10 minutes shipped): longer than a gone
+    # database's own alert takes to fire and inhibit it, as shipped.
     return write_shortened_rules(
-        folder / f"{job}.rules.yml", for_duration="2s", interval="1s", offset="10s", source=full
+        folder / f"{job}.rules.yml", for_duration="2s", interval="1s", offset="10s", keep_firing_for="40s", source=full
     )
-
-
-def render_alertmanager(folder: Path, webhook: Webhook) -> Path:
-    """The Alertmanager configuration rendered for the `renamed` render, receivers on the webhook, waits short."""
-    document = yaml.safe_load(mixin.render(RENDERS["renamed"])[Path("alerts/alertmanager.example.yml")])
-    document["route"].update(group_wait="1s", group_interval="1h", repeat_interval="4h")
-    for receiver in document["receivers"]:
-        for hook in receiver["webhook_configs"]:
-            hook["url"] = webhook.url + "/" + receiver["name"]
-    path = folder / "alertmanager.yml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return path
 
 
 @dataclass
@@ -152,6 +109,9 @@ class Stack:
     def reload(self) -> None:
         document = prometheus_config(self.jobs, self.am.port, list(self.rules.values()))
         reload_prometheus(self.prom, document, self.folder)
+
+    def told(self, recovered: bool) -> None:
+        wait_told(self.prom, self.am, self.webhook, "orpycamcp-exporter", recovered)
 
 
 def identity_of(exporter: RunningProcess) -> str:
@@ -197,8 +157,12 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
         }
         evaluated()
         rules = {job: render_rules(folder, job) for job in RENDERS}
-        am = stack.enter_context(alertmanager(render_alertmanager(folder, webhook), folder))
-        prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder))
+        # The `renamed` render's Alertmanager configuration and the default one's, side by side.
+        am_config = alertmanager_config(folder, webhook, RENDERS["renamed"], RENDERS["orpycamcp-exporter"])
+        am = stack.enter_context(alertmanager(am_config, folder))
+        # Firing alerts resent every minute: valid in Alertmanager for 4 minutes, so a loaded
+        # Prometheus evaluating late never lets one resolve for a moment.
+        prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder, resend_delay="1m"))
         yield Stack(folder, prom, am, webhook, exporters, jobs, rules)
 
 
@@ -368,11 +332,19 @@ def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> No
     # Only a database Prometheus has seen can vanish: run alone, this test starts
     # right after the stack, before west's identity was ever scraped.
     wait_for(lambda: total(prom, job) == pending(SHARDS), 90, lambda: (total(prom, job), prom.log()[-2000:]))
+    signature = "signature-service"
+    truth = Truth([(stack.started, stack.started, int(pending(SHARDS)[signature]))])
+    phases = [Phase("start", stack.started)]
+    stack.told(recovered=True)
+    phases.append(Phase("steady", time.time()))
+    wait_for(lambda: len(raw_samples(prom, EVALUATIONS, phases[-1].began)) >= 5, 60, lambda: prom.log()[-2000:])
     before = time.time()
+    phases.append(Phase("west's targets removed", before))
     stack.jobs[job] = [t for t in stack.jobs[job] if t.labels["orpycamcp_cluster"] == "east"]
     stack.reload()
     wait_for(lambda: total(prom, job) == {}, 60, lambda: total(prom, job))
     wait_for(lambda: firing(prom, "OrpycamcpDatabaseVanished", job), 60, lambda: prom.log()[-2000:])
+    stack.told(recovered=False)
     (vanished,) = firing(prom, "OrpycamcpDatabaseVanished", job)
     print(f"\n{job}, west's targets removed: total {total(prom, job)}; {vanished['annotations']['description']}")
     assert vanished["labels"]["database_identity"] == west
@@ -401,7 +373,28 @@ def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> No
 
     # Retired on purpose: one line of _config, rendered again.
     stack.rules[job] = render_rules(stack.folder, job, {"retiredDatabases": [west]})
+    retiring = time.time()
+    phases.append(Phase("west retired", retiring))
     stack.reload()
     wait_for(lambda: total(prom, job) == pending((EAST,)), 90, lambda: total(prom, job))
+    truth.changes.append((retiring, time.time(), int(pending((EAST,))[signature])))
     wait_for(lambda: not firing(prom, "OrpycamcpDatabaseVanished", job), 60, lambda: prom.log()[-2000:])
+    stack.told(recovered=True)
     print(f"{job}: west retired: total {total(prom, job)}")
+
+    judge(prom, stack.started, phases, truth)
+    bounds = [(phase.name, phase.began) for phase in phases]
+    raised = per_phase([(a.first, a.alertname) for a in fired(prom, stack.started) if a.labels["job"] == job], bounds)
+    sent = per_phase(notified(stack.webhook, job), bounds)
+    print(f"{job}: evaluations since the start, per phase ({signature} against the SQL count):")
+    for phase in phases:
+        verdicts = f"exact {phase.exact}, absent {phase.absent}, wrong {len(phase.wrong)}"
+        print(phase_row(phase.name, phase.began - stack.started, verdicts, raised[phase.name], sent[phase.name]))
+    assert [phase.wrong for phase in phases] == [[] for _ in phases]
+    # What the receiver got: nothing while nothing changed; the database gone, its own alert
+    # and no "resolved" for the values it still has (held, inhibited).
+    assert sent["steady"] == {}, sent
+    removed = sent["west's targets removed"]
+    assert removed["OrpycamcpDatabaseVanished firing"] == 1, removed
+    assert not [what for what in removed if what.endswith(" resolved")], removed
+    assert sent["west retired"]["OrpycamcpDatabaseVanished resolved"] == 1, sent
