@@ -392,7 +392,8 @@ def test_per_cluster_totals_are_gated_on_every_database(family: str) -> None:
         f"group by (job, database_identity) ({LATEST}) or group by (job, database_identity) ({fresh(IDENTITY)})" in expr
     )
     assert f"group by (job, database_identity) ({LATEST} offset 1m)" in expr
-    assert f"({fresh('up' + SELECTOR)} == 0) unless ignoring (database_identity) {LATEST}" in expr
+    # A target is its job and instance: its identity survives a rename of its cluster label.
+    assert f"({fresh('up' + SELECTOR)} == 0) unless ignoring (database_identity, orpycamcp_cluster) {LATEST}" in expr
     assert "count by (job, orpycamcp_cluster) (group by (job, orpycamcp_cluster, database_identity)" in expr
 
 
