@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +26,7 @@ import yaml
 from devkit.mixin import evaluate
 from devkit.process import RunningProcess
 from devkit.servers import free_port
-from tests.e2e.stack import active_alerts, query, wait_for
+from tests.e2e.stack import active_alerts, alertmanager, query, wait_for
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,15 @@ def alertmanager_config(folder: Path, webhook: Webhook, *configs: Mapping[str, A
     path = folder / "alertmanager.yml"
     path.write_text(yaml.safe_dump(first, sort_keys=False), encoding="utf-8")
     return path
+
+
+def notifying(stack: ExitStack, folder: Path, *configs: Mapping[str, Any]) -> tuple[RunningProcess, Webhook]:
+    """A real Alertmanager (`alertmanager_config` of `configs`, its files in `folder`) and the
+    webhook it notifies, both ended by `stack`."""
+    webhook = Webhook()
+    stack.callback(webhook.close)
+    am = stack.enter_context(alertmanager(alertmanager_config(folder, webhook, *configs), folder))
+    return am, webhook
 
 
 def per_phase(events: Sequence[tuple[float, str]], phases: Sequence[tuple[str, float]]) -> dict[str, Counter[str]]:

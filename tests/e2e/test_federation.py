@@ -31,10 +31,9 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
+from tests.e2e.notifications import Webhook, notified, notifying, per_phase, phase_row, wait_told
 from tests.e2e.stack import (
     alerting,
-    alertmanager,
     evaluated_beside,
     fired,
     prometheus_server,
@@ -225,10 +224,7 @@ def federation(pg_server: PostgresServer, tmp_path: Path) -> Iterator[Federation
         }
         evaluated()
         rules = write_rules(tmp_path / "rules.yml", rendered_rules([]))
-        webhook = Webhook()
-        stack.callback(webhook.close)
-        am_folder = folder(tmp_path, "alertmanager")
-        am = stack.enter_context(alertmanager(alertmanager_config(am_folder, webhook, rules_config([])), am_folder))
+        am, webhook = notifying(stack, folder(tmp_path, "alertmanager"), rules_config([]))
         glob = stack.enter_context(
             prometheus_server(
                 global_config(list(regionals.values()), rules, am.port),

@@ -28,10 +28,9 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
+from tests.e2e.notifications import notified, notifying, per_phase, phase_row, wait_told
 from tests.e2e.stack import (
     alerting,
-    alertmanager,
     evaluated_beside,
     fired,
     prometheus_server,
@@ -158,12 +157,7 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
         )
         evaluated()
         rules = rules_for_remote_write(tmp_path)
-        webhook = Webhook()
-        stack.callback(webhook.close)
-        am_folder = folder(tmp_path, "alertmanager")
-        am = stack.enter_context(
-            alertmanager(alertmanager_config(am_folder, webhook, {"scrapeInterval": SAMPLES_EVERY}), am_folder)
-        )
+        am, webhook = notifying(stack, folder(tmp_path, "alertmanager"), {"scrapeInterval": SAMPLES_EVERY})
         central = stack.enter_context(
             prometheus_server(
                 {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)], "alerting": alerting(am.port)},

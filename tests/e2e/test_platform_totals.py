@@ -35,11 +35,10 @@ from devkit.process import RunningProcess, exporter_process, http_get, http_post
 from devkit.servers import PostgresServer, RedisServer, free_port
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.notifications import Webhook, alertmanager_config, notified, per_phase, phase_row, wait_told
+from tests.e2e.notifications import Webhook, notified, notifying, per_phase, phase_row, wait_told
 from tests.e2e.stack import (
     Targets,
     active_alerts,
-    alertmanager,
     evaluated_beside,
     fired,
     prometheus,
@@ -124,9 +123,7 @@ def identity_of(exporter: RunningProcess) -> str:
 def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("platform-totals")
     stuck_group(redis.url)
-    webhook = Webhook()
     with ExitStack() as stack:
-        stack.callback(webhook.close)
         evaluated = evaluated_beside(stack, *RENDERS.values())
         east, west, _ = stack.enter_context(two_shards(pg_server))
 
@@ -158,8 +155,7 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
         evaluated()
         rules = {job: render_rules(folder, job) for job in RENDERS}
         # The `renamed` render's Alertmanager configuration and the default one's, side by side.
-        am_config = alertmanager_config(folder, webhook, RENDERS["renamed"], RENDERS["orpycamcp-exporter"])
-        am = stack.enter_context(alertmanager(am_config, folder))
+        am, webhook = notifying(stack, folder, RENDERS["renamed"], RENDERS["orpycamcp-exporter"])
         # Firing alerts resent every minute: valid in Alertmanager for 4 minutes, so a loaded
         # Prometheus evaluating late never lets one resolve for a moment.
         prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder, resend_delay="1m"))
