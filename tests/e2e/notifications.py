@@ -144,24 +144,34 @@ def described(counts: Counter[str]) -> str:
     return ", ".join(f"{key} {count}" for key, count in sorted(counts.items())) or "none"
 
 
-def alert_key(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+Key = frozenset[tuple[str, str]]
+
+
+def alert_key(labels: Mapping[str, str]) -> Key:
     """An alert's identity, as Alertmanager keys it: its labels (ALERTS' own two left out)."""
     return frozenset((name, value) for name, value in labels.items() if name not in ("__name__", "alertstate"))
 
 
-def unresolved(notified: Sequence[Notified]) -> set[frozenset[tuple[str, str]]]:
+def unresolved(notified: Sequence[Notified]) -> set[Key]:
     """The alerts whose last notification said firing."""
-    last: dict[frozenset[tuple[str, str]], str] = {}
+    last: dict[Key, str] = {}
     for alert in sorted(notified, key=lambda alert: alert.received):
         last[alert_key(alert.labels)] = alert.status
     return {key for key, status in last.items() if status == "firing"}
 
 
-def unnotified(prom: RunningProcess, am: RunningProcess, webhook: Webhook, job: str, resolved_too: bool) -> list[str]:
+def unnotified(
+    prom: RunningProcess,
+    am: RunningProcess,
+    webhook: Webhook,
+    job: str,
+    resolved_too: bool,
+    standing: set[Key] | None = None,
+) -> list[str]:
     """What the receiver has not been told yet about the alerts of `job`: every alert firing in
     Prometheus has been notified firing (or is inhibited); with `resolved_too`, no alert is
     pending (about to fire) and every alert notified firing that Prometheus no longer fires
-    has been notified resolved."""
+    has been notified resolved; with `standing`, every other alert notified has been resolved."""
     alerts = query(prom, f'ALERTS{{job="{job}"}}')
     firing = {alert_key(series["metric"]) for series in alerts if series["metric"]["alertstate"] == "firing"}
     pending = {alert_key(series["metric"]) for series in alerts if series["metric"]["alertstate"] == "pending"}
@@ -171,16 +181,26 @@ def unnotified(prom: RunningProcess, am: RunningProcess, webhook: Webhook, job: 
     if resolved_too:
         missing += [("resolved", key) for key in told - firing - suppressed]
         missing += [("pending", key) for key in pending]
+    if standing is not None:
+        missing += [("not yet resolved", key) for key in told - standing]
     return sorted(f"{status} {dict(key)['alertname']} {sorted(key)}" for status, key in missing)
 
 
-def wait_told(prom: RunningProcess, am: RunningProcess, webhook: Webhook, job: str, recovered: bool) -> None:
+def wait_told(
+    prom: RunningProcess,
+    am: RunningProcess,
+    webhook: Webhook,
+    job: str,
+    recovered: bool,
+    standing: set[Key] | None = None,
+) -> None:
     """Wait until the receiver was told of every alert of `job` firing now (and, once
-    `recovered`, of every one resolved): each notification then falls in its own phase."""
+    `recovered`, of every one resolved; back to the `standing` alerts alone, if given): each
+    notification then falls in its own phase."""
     wait_for(
-        lambda: not unnotified(prom, am, webhook, job, resolved_too=recovered),
+        lambda: not unnotified(prom, am, webhook, job, recovered, standing),
         90,
-        lambda: unnotified(prom, am, webhook, job, resolved_too=recovered),
+        lambda: unnotified(prom, am, webhook, job, recovered, standing),
     )
 
 

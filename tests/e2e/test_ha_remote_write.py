@@ -28,7 +28,7 @@ from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
 from devkit.servers import PostgresServer
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.notifications import notified, notifying, per_phase, phase_row, wait_told
+from tests.e2e.notifications import notified, notifying, per_phase, phase_row, unresolved, wait_told
 from tests.e2e.stack import (
     alerting,
     evaluated_beside,
@@ -46,6 +46,9 @@ TOTAL = 'orpycamcp:dlq_pending_events:total{job="orpycamcp-exporter", origin_gro
 # count while scraped within 3 x 2 s.
 SAMPLES_EVERY = "2s"
 EVALUATIONS = f'orpycamcp:clusters:count{{job="{JOB}"}}'
+# A firing alert sent again every 5 s (valid in Alertmanager for 20 s): an alert's end after
+# keep_firing_for reaches Alertmanager at the next resend, seconds later, not a minute.
+RESEND = "--rules.alert.resend-delay=5s"
 PENDING_BEFORE = 5
 RESOLVED = 2
 
@@ -163,6 +166,7 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
                 {"global": {"evaluation_interval": "1s"}, "rule_files": [str(rules)], "alerting": alerting(am.port)},
                 folder(tmp_path, "central"),
                 "--web.enable-remote-write-receiver",
+                RESEND,
             )
         )
         pair = [
@@ -177,6 +181,7 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
         wait_for(lambda: total_now(central) == PENDING_BEFORE, 90, lambda: (total_now(central), central.log()[-2000:]))
         assert {s["metric"]["replica"] for s in query(central, f'up{{job="{JOB}"}}')} == {"0", "1"}
         wait_told(central, am, webhook, JOB, recovered=True)
+        standing = unresolved(webhook.alerts(job=JOB))
         steady = time.time()
         wait_for(lambda: len(raw_samples(central, EVALUATIONS, steady)) >= 5, 60, central.log)
 
@@ -207,7 +212,7 @@ def test_a_killed_ha_server_never_puts_its_last_values_in_the_central_total(
             return len(raw_samples(central, EVALUATIONS, settled))
 
         wait_for(lambda: evaluations_since_settled() >= 20, 60, evaluations_since_settled)
-        wait_told(central, am, webhook, JOB, recovered=True)
+        wait_told(central, am, webhook, JOB, recovered=True, standing=standing)
         evaluations = sorted(raw_samples(central, EVALUATIONS, started))
         totals = raw_samples(central, TOTAL, started)
         phases = [("start", started), ("steady", steady), ("HA server killed", killed)]

@@ -35,7 +35,7 @@ from devkit.process import RunningProcess, exporter_process, http_get, http_post
 from devkit.servers import PostgresServer, RedisServer, free_port
 from registry.values import STREAM_GROUPS
 from tests.alerts.shorten import write_shortened_rules
-from tests.e2e.notifications import Webhook, notified, notifying, per_phase, phase_row, wait_told
+from tests.e2e.notifications import Key, Webhook, notified, notifying, per_phase, phase_row, unresolved, wait_told
 from tests.e2e.stack import (
     Targets,
     active_alerts,
@@ -109,8 +109,8 @@ class Stack:
         document = prometheus_config(self.jobs, self.am.port, list(self.rules.values()))
         reload_prometheus(self.prom, document, self.folder)
 
-    def told(self, recovered: bool) -> None:
-        wait_told(self.prom, self.am, self.webhook, "orpycamcp-exporter", recovered)
+    def told(self, recovered: bool, standing: set[Key] | None = None) -> None:
+        wait_told(self.prom, self.am, self.webhook, "orpycamcp-exporter", recovered, standing)
 
 
 def identity_of(exporter: RunningProcess) -> str:
@@ -156,9 +156,10 @@ def stack(pg_server: PostgresServer, redis: RedisServer, tmp_path_factory: pytes
         rules = {job: render_rules(folder, job) for job in RENDERS}
         # The `renamed` render's Alertmanager configuration and the default one's, side by side.
         am, webhook = notifying(stack, folder, RENDERS["renamed"], RENDERS["orpycamcp-exporter"])
-        # Firing alerts resent every minute: valid in Alertmanager for 4 minutes, so a loaded
-        # Prometheus evaluating late never lets one resolve for a moment.
-        prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder, resend_delay="1m"))
+        # Firing alerts resent every 5 s: valid in Alertmanager for 20 s, so a loaded Prometheus
+        # evaluating late does not let one resolve for a moment; an alert's end after
+        # keep_firing_for reaches Alertmanager at the next resend, seconds later.
+        prom = stack.enter_context(prometheus(jobs, am.port, list(rules.values()), folder, resend_delay="5s"))
         yield Stack(folder, prom, am, webhook, exporters, jobs, rules)
 
 
@@ -332,6 +333,7 @@ def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> No
     truth = Truth([(stack.started, stack.started, int(pending(SHARDS)[signature]))])
     phases = [Phase("start", stack.started)]
     stack.told(recovered=True)
+    standing = unresolved(stack.webhook.alerts(job=job))
     phases.append(Phase("steady", time.time()))
     wait_for(lambda: len(raw_samples(prom, EVALUATIONS, phases[-1].began)) >= 5, 60, lambda: prom.log()[-2000:])
     before = time.time()
@@ -375,7 +377,8 @@ def test_a_vanished_database_blanks_the_totals_until_retired(stack: Stack) -> No
     wait_for(lambda: total(prom, job) == pending((EAST,)), 90, lambda: total(prom, job))
     truth.changes.append((retiring, time.time(), int(pending((EAST,))[signature])))
     wait_for(lambda: not firing(prom, "OrpycamcpDatabaseVanished", job), 60, lambda: prom.log()[-2000:])
-    stack.told(recovered=True)
+    # West's value alerts, held (keep_firing_for) and inhibited while it was gone, end now.
+    stack.told(recovered=True, standing={key for key in standing if ("database_identity", west) not in key})
     print(f"{job}: west retired: total {total(prom, job)}")
 
     judge(prom, stack.started, phases, truth)
