@@ -25,6 +25,7 @@ OTHER_TOOLS_FLAGS = {
     "--build": "docker compose up",
     "--loadscope-reorder": "pytest-xdist",
     "--web.enable-remote-write-receiver": "prometheus (the central server of an HA pair)",
+    "--rules.alert.resend-delay": "prometheus (how often a firing alert is sent again)",
     "--cluster": "redis-cli --cluster check",
     "--build-arg": "docker build",
     "--check": "ruff format",
