@@ -89,16 +89,19 @@ async def test_failure_is_cached_for_the_ttl_and_last_success_kept(platform: Pla
 async def test_statement_timeout_on_a_locked_table_within_the_deadline(platform: Platform) -> None:
     await platform.add_tenant("acme")
     locker = await asyncpg.connect(platform.admin_url)
-    exporter = make_exporter(platform.exporter_url, ttl="5", deadline="1")
+    # A deadline a loaded machine's first refresh (connect, identity, every signal) keeps:
+    # at 1 s, load 6-11 made every signal time out, the unlocked ones too.
+    exporter = make_exporter(platform.exporter_url, ttl="10", deadline="4")
     try:
         await locker.execute('BEGIN; LOCK TABLE "tenant_acme".preservation_retry IN ACCESS EXCLUSIVE MODE')
         started = time.monotonic()
         page = await scrape(exporter)
         elapsed = time.monotonic() - started
         assert page.measured("preservation") == 0
+        assert page.failure_reasons("preservation") == {"lock_timeout"}
         assert page.measured("dlq") == 1
         assert page.measured("audit_chain") == 1
-        assert elapsed < 1 + 1.0, f"the scrape waited {elapsed:.2f}s past a 1s deadline"
+        assert elapsed < 4 + 1.0, f"the scrape waited {elapsed:.2f}s past a 4s deadline"
     finally:
         await locker.close()
         await exporter.close()
