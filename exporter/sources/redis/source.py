@@ -58,7 +58,6 @@ class StreamsReading:
     stream_infos: tuple[object, ...]  # XINFO STREAM, one per distinct stream, in the same order
     lengths: tuple[object, ...]  # XLEN, one per dead-letter stream
     first_entries: tuple[object, ...]  # XRANGE - + COUNT 101, one per dead-letter stream
-    replica: ReplicaLink | None = None  # the link of the server read, when it is a replica
     streams: tuple[str, ...] | None = None  # the stream of each XINFO GROUPS reply, when the query gave them
 
 
@@ -110,7 +109,7 @@ class StreamsQuery:
         object.__setattr__(self, "commands", tuple(stream_commands(self.groups, self.deadletter_streams)))
 
 
-def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaLink | None) -> StreamsReading:
+def reading_of(replies: Sequence[object], query: StreamsQuery) -> StreamsReading:
     pairs = len(query.groups)
     streams = len(query.streams)
     rest = replies[3 * pairs + 2 * streams :]
@@ -122,7 +121,6 @@ def reading_of(replies: Sequence[object], query: StreamsQuery, replica: ReplicaL
         stream_infos=tuple(replies[3 * pairs + streams : 3 * pairs + 2 * streams]),
         lengths=tuple(rest[0::2]),
         first_entries=tuple(rest[1::2]),
-        replica=replica,
         streams=query.streams,
     )
 
@@ -175,7 +173,7 @@ class RedisStreams:
             if self._cluster is None or self._cluster.cluster is not client:
                 self._cluster = ClusterReader(client, self._mask)
             # A cluster's masters are read, never a replica: a node that is one redirects.
-            return reading_of(await self._cluster.read(commands), query, None)
+            return reading_of(await self._cluster.read(commands), query)
         try:
             await clients.before_read()  # behind sentinels: the master they name now
             assert isinstance(client, redis.asyncio.Redis)
@@ -204,7 +202,7 @@ class RedisStreams:
             error = replies[position]
             if position > 0 and isinstance(error, redis.exceptions.ResponseError):
                 raise reply_error(error, commands[position - 1], self._mask)
-        return reading_of(replies[1:], query, link)
+        return reading_of(replies[1:], query)
 
     async def where_reads_go(self) -> str | None:
         """For diagnose: where the reads go, asked of the sentinels when there are some."""
