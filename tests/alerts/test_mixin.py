@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from devkit import mixin
+from devkit.mixin_variants import RENAMED_CONFIG, promtool_on, renamed
 from devkit.tools import tool
 from tests.grafana.promql import selectors
 
@@ -99,37 +99,9 @@ def test_a_broken_config_is_one_clear_error() -> None:
         mixin.evaluate({"dlqOldestPendingAge": "1h30m"})
 
 
-# --- another job name and cluster label, rendered from the mixin --------------------
+# --- another job name, cluster label, HA labels and runbooks, rendered from the mixin ---
 
-RENAMED_CONFIG = {"orpycamcpSelector": 'job="orpycamcp"', "clusterLabel": "k8s_cluster"}
 RULE_TESTS = sorted((REPO_ROOT / "alerts" / "tests").glob("*.test.yml"))
-RENAMES = (
-    (re.compile(r'\bjob="orpycamcp-exporter"'), 'job="orpycamcp"'),
-    (re.compile(r"^(\s+)job: orpycamcp-exporter$", re.MULTILINE), r"\1job: orpycamcp"),
-    (re.compile(r"\bjob orpycamcp-exporter\b"), "job orpycamcp"),
-    (re.compile(r"\borpycamcp_cluster\b"), "k8s_cluster"),
-)
-
-
-def renamed(text: str) -> str:
-    """A promtool test file for targets of job `orpycamcp` whose cluster label is `k8s_cluster`."""
-    for pattern, replacement in RENAMES:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def promtool_on(rules: str, tests: list[Path], directory: Path) -> subprocess.CompletedProcess[str]:
-    """Runs the renamed copies of `tests` against `rules` (each test names ../orpycamcp.rules.yml)."""
-    (directory / "orpycamcp.rules.yml").write_text(rules, encoding="utf-8")
-    (directory / "tests").mkdir()
-    copies = []
-    for path in tests:
-        copy = directory / "tests" / path.name
-        copy.write_text(renamed(path.read_text(encoding="utf-8")), encoding="utf-8")
-        copies.append(str(copy))
-    return subprocess.run(
-        [tool("promtool"), "test", "rules", *copies], capture_output=True, text=True, timeout=300, check=False
-    )
 
 
 def test_renamed_rule_tests_name_only_the_new_job_and_cluster_label() -> None:
@@ -138,18 +110,24 @@ def test_renamed_rule_tests_name_only_the_new_job_and_cluster_label() -> None:
         text = renamed(path.read_text(encoding="utf-8"))
         assert 'job="orpycamcp-exporter"' not in text, path.name
         assert "orpycamcp_cluster" not in text, path.name
+        assert 'replica="' not in text, path.name
+        assert "blob/main/docs/runbook.md" not in text, path.name
     assert (
         renamed((REPO_ROOT / "alerts/tests/replicas.test.yml").read_text(encoding="utf-8")).count("k8s_cluster=") > 50
     )
+    # The HA pair's two servers, told apart by the label the render drops (haLabels).
+    assert renamed((REPO_ROOT / "alerts/tests/ha_pair.test.yml").read_text(encoding="utf-8")).count('ha_server="') > 30
 
 
 # One promtool run per file, as tests/alerts/test_rules.py runs them.
 @pytest.mark.parametrize("path", RULE_TESTS, ids=lambda path: path.name)
 def test_renamed_job_and_cluster_label_pass_every_rule_test(path: Path, tmp_path: Path) -> None:
-    """The whole promtool suite, renamed, passes against the mixin rendered for those names."""
+    """The whole promtool suite, renamed, passes against the mixin rendered for those names
+    (devkit/mixin_variants.py: job, cluster label, HA labels, runbook pattern, a selector with a
+    `!=` matcher, a retired database no test names)."""
     tool("jsonnet")
     rules = mixin.render(RENAMED_CONFIG)[Path("alerts/orpycamcp.rules.yml")]
-    result = promtool_on(rules, [path], tmp_path)
+    result = promtool_on(rules, [path], tmp_path, renamed)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") == 1, result.stdout
 
@@ -158,7 +136,7 @@ def test_renamed_rule_tests_fail_against_the_default_rules(tmp_path: Path) -> No
     """Without the override, a job named otherwise gets nothing: the renamed tests see it."""
     tool("jsonnet")
     replicas = [path for path in RULE_TESTS if path.name == "replicas.test.yml"]
-    result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path)
+    result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path, renamed)
     assert result.returncode != 0
     assert "OrpycamcpDlqPendingTooLong" in result.stdout + result.stderr
 
