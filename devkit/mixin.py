@@ -90,14 +90,14 @@ class Rendering:
     alertmanager: dict[str, Any]
 
 
-def _jsonnet(program: str, config: Mapping[str, Any] | None = None) -> Any:
+def _jsonnet(program: str, config: Mapping[str, Any] | None = None, directory: Path = MIXIN_DIR) -> Any:
     """The JSON value of one jsonnet program evaluated in mixin/, `config` as the
     external variable `config`. go-jsonnet (the gojsonnet package) gives what
     Debian's jsonnet command gives, in a fifth of its CPU time: the mixin's
     rules and alerts take seconds there, minutes on a loaded machine."""
     try:
         text = _gojsonnet.evaluate_snippet(
-            "mixin", program, jpathdir=[str(MIXIN_DIR)], ext_codes={"config": json.dumps(dict(config or {}))}
+            "mixin", program, jpathdir=[str(directory)], ext_codes={"config": json.dumps(dict(config or {}))}
         )
     except RuntimeError as error:
         # jsonnet's first line says what is wrong; the rest is its stack trace.
@@ -131,14 +131,26 @@ def _sources_state() -> tuple[tuple[str, int, int], ...]:
     )
 
 
+def _program(outputs: str) -> str:
+    """The jsonnet program giving the mixin's `outputs` ("name: $.field, ...") for the external `config`."""
+    return '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + { out: { ' + outputs + " } }).out"
+
+
+RULE_OUTPUTS = "rules: $.prometheusRules, alerts: $.prometheusAlerts"
+
+
 def _evaluate(config: Mapping[str, Any] | None) -> Rendering:
-    program = (
-        '((import "mixin.libsonnet") + { _config+:: std.extVar("config") } + '
-        "{ out: { rules: $.prometheusRules, alerts: $.prometheusAlerts, dashboards: $.grafanaDashboards,"
-        " alertmanager: $.alertmanagerConfig } }).out"
+    document = _jsonnet(
+        _program(f"{RULE_OUTPUTS}, dashboards: $.grafanaDashboards, alertmanager: $.alertmanagerConfig"), config
     )
-    document = _jsonnet(program, config)
     return Rendering(document["rules"], document["alerts"], document["dashboards"], document["alertmanager"])
+
+
+def evaluate_rules(config: Mapping[str, Any] | None, directory: Path) -> Rendering:
+    """Only the rules and alerts (no dashboard, no Alertmanager configuration), of the mixin
+    in `directory` and not cached: devkit/mixin_mutation.py's mutants of mixin/."""
+    document = _jsonnet(_program(RULE_OUTPUTS), config, directory)
+    return Rendering(document["rules"], document["alerts"], {}, {})
 
 
 def default_config() -> dict[str, Any]:
