@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from devkit import mixin
-from devkit.mixin_variants import RENAMED_CONFIG, promtool_on, renamed
+from devkit.mixin_variants import OTHER_CONFIG, RENAMED_CONFIG, TESTS_DIR, promtool_on, renamed
 from devkit.tools import tool
 from tests.grafana.promql import selectors
 
@@ -139,6 +139,23 @@ def test_renamed_rule_tests_fail_against_the_default_rules(tmp_path: Path) -> No
     result = promtool_on(mixin.render()[Path("alerts/orpycamcp.rules.yml")], replicas, tmp_path, renamed)
     assert result.returncode != 0
     assert "OrpycamcpDlqPendingTooLong" in result.stdout + result.stderr
+
+
+# --- the values the default files cannot follow: thresholds, windows, retired databases ---
+
+OTHER_TESTS = sorted((TESTS_DIR / "other_config").glob("*.test.yml"))
+
+
+def test_other_config_rule_tests_pass_against_their_render(tmp_path: Path) -> None:
+    """alerts/tests/other_config/ against the mixin rendered with OTHER_CONFIG, in one promtool run:
+    each check there fails when its key is ignored (devkit.mixin_mutation's config mutants)."""
+    tool("jsonnet")
+    assert OTHER_TESTS
+    assert all(value != mixin.default_config()[key] for key, value in OTHER_CONFIG.items())
+    rules = mixin.rules_yaml(mixin.evaluate_rules(OTHER_CONFIG, mixin.MIXIN_DIR))
+    result = promtool_on(rules, OTHER_TESTS, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(OTHER_TESTS), result.stdout
 
 
 CONFIG_ROW = re.compile(r"^\| (`\w+`(?:, `\w+`)*) \| (.+?) \| .+ \|$", re.MULTILINE)
