@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ import _gojsonnet  # type: ignore[import-not-found]
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MIXIN_DIR = REPO_ROOT / "mixin"
+# Another copy of mixin/ to render (devkit/mixin_mutation.py runs the render checks on its mutants).
+MIXIN_DIR_VARIABLE = "ORPYCAMCP_MIXIN_DIR"
+MIXIN_DIR = Path(os.environ.get(MIXIN_DIR_VARIABLE) or REPO_ROOT / "mixin")
 RULES_PATH = REPO_ROOT / "alerts" / "orpycamcp.rules.yml"
 ALERTMANAGER_PATH = REPO_ROOT / "alerts" / "alertmanager.example.yml"
 DASHBOARDS_DIR = REPO_ROOT / "grafana" / "dashboards"

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -59,6 +61,7 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Any]] = {
     "number": (re.compile(r"(?<![\w.%/'\"-])(\d+)(?![\w.'\"/])"), lambda m: str(int(m.group(1)) + 1)),
     "duration": (re.compile(r"(?<=')(\d+)(?=[smhdw]')"), lambda m: str(int(m.group(1)) + 1)),
 }
+SURVIVED = re.compile(r"^survived: (.+)$", re.MULTILINE)
 GROUPING = re.compile(r"\b(by|without|on|ignoring) \(([^()]+)\)")
 CONFIG_REFERENCE = r"\b(?:c|config|_config|\$\._config)\.{key}\b"
 
@@ -161,13 +164,24 @@ class Outcome:
     text_only: bool = False
 
 
-def judge(mutant: Mutant, work: Path, originals: Mapping[str, str], baselines: Mapping[str, dict[str, str]]) -> Outcome:
-    """Renders the mutant for each variant and runs the test files that name what it changed."""
+def judge(
+    mutant: Mutant,
+    work: Path,
+    originals: Mapping[str, str],
+    baselines: Mapping[str, dict[str, str]],
+    checks_only: bool = False,
+) -> Outcome:
+    """Renders the mutant for each variant and runs the test files that name what it changed
+    (`checks_only`: the render checks alone, for the survivors of an earlier run)."""
     apply(work, mutant, originals)
+    if checks_only:
+        failure = _render_check_failure(work)
+        return Outcome(mutant, "killed" if failure else "survived", f"render checks: {failure}" if failure else "")
     changed = False
     text_only = True
     if mutant.key is not None and not any(mutant.key in variant.config for variant in variants()):
-        return Outcome(mutant, "survived", "no render sets it")
+        failure = _render_check_failure(work)
+        return Outcome(mutant, "killed" if failure else "survived", f"no promtool render sets it; {failure}")
     for variant in variants():
         if mutant.key is not None and mutant.key not in variant.config:
             continue  # the key at its default: this render is the unmutated one
@@ -185,7 +199,33 @@ def judge(mutant: Mutant, work: Path, originals: Mapping[str, str], baselines: M
         for path in sorted((path for path, count in named.items() if count), key=lambda path: -named[path]):
             if failure := _promtool_failure(rendering, [path], variant):
                 return Outcome(mutant, "killed", f"{variant.name} {path.name}: {failure}", text_only)
-    return Outcome(mutant, "survived" if changed else "unchanged", "", changed and text_only)
+    if not changed:
+        return Outcome(mutant, "unchanged")
+    if failure := _render_check_failure(work):
+        return Outcome(mutant, "killed", f"render checks: {failure}", text_only)
+    return Outcome(mutant, "survived", "", text_only)
+
+
+# The tests that check renders in process (every _config key reaches its alerts, the
+# windows derived from the cadences), run on a mutant promtool let through.
+RENDER_CHECKS = (
+    "tests/alerts/test_config_keys.py",
+    "tests/alerts/test_windows.py",
+    "tests/alerts/test_mixin.py::test_config_override_reaches_every_selector",
+)
+
+
+def _render_check_failure(work: Path) -> str:
+    """The first render check failing on the mixin in `work`, or ""."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "-x", *RENDER_CHECKS]
+    environment = {**os.environ, mixin.MIXIN_DIR_VARIABLE: str(work)}
+    result = subprocess.run(
+        command, cwd=mixin.REPO_ROOT, env=environment, capture_output=True, text=True, timeout=900, check=False
+    )
+    if result.returncode == 0:
+        return ""
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    return (failed[0] if failed else result.stdout.strip().splitlines()[-1])[:160]
 
 
 def _promtool_failure(rendering: mixin.Rendering, tests: list[Path], variant: Variant) -> str:
@@ -215,14 +255,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=39, help="the draw's seed")
     parser.add_argument("--kind", action="append", default=[], help="only mutants of this kind (repeatable)")
     parser.add_argument("--match", default="", help="only mutants whose name contains this")
+    parser.add_argument(
+        "--again", type=Path, metavar="LOG", help="only the mutants an earlier run's output lists as survived"
+    )
+    parser.add_argument("--part", default="1/1", metavar="K/N", help="the K-th of N interleaved shares of the mutants")
+    parser.add_argument("--checks-only", action="store_true", help="with --again: the render checks alone")
     args = parser.parse_args(argv)
+    again = set() if args.again is None else set(SURVIVED.findall(args.again.read_text(encoding="utf-8")))
     defaults = mixin.default_config()
-    every = [
-        m for m in mutants(mixin.MIXIN_DIR, defaults) if (not args.kind or m.kind in args.kind) and args.match in m.name
-    ]
+
+    def wanted(m: Mutant) -> bool:
+        return (not args.kind or m.kind in args.kind) and args.match in m.name and (not again or m.name in again)
+
+    every = [m for m in mutants(mixin.MIXIN_DIR, defaults) if wanted(m)]
     counts = {kind: sum(m.kind == kind for m in every) for kind in dict.fromkeys(m.kind for m in every)}
     print(f"{len(every)} mutants: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()), flush=True)
-    chosen = drawn(every, args.sample, args.seed)
+    part, parts = (int(number) for number in args.part.split("/"))
+    chosen = drawn(every, args.sample, args.seed)[part - 1 :: parts]
     if args.list:
         print("\n".join(m.name for m in chosen))
         return 0
@@ -233,7 +282,7 @@ def main(argv: list[str]) -> int:
         baselines = {v.name: by_name(mixin.evaluate_rules(v.config, work)) for v in variants()}
         outcomes = []
         for number, mutant in enumerate(chosen, 1):
-            outcome = judge(mutant, work, originals, baselines)
+            outcome = judge(mutant, work, originals, baselines, args.checks_only)
             outcomes.append(outcome)
             text = " (annotations only)" if outcome.text_only else ""
             print(f"[{number}/{len(chosen)}] {outcome.verdict}{text}: {mutant.name} {outcome.detail}", flush=True)
