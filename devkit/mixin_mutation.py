@@ -182,7 +182,7 @@ def judge(
     if mutant.key is not None and not any(mutant.key in variant.config for variant in variants()):
         failure = _render_check_failure(work)
         return Outcome(mutant, "killed" if failure else "survived", f"no promtool render sets it; {failure}")
-    for variant in variants():
+    for variant in sorted(variants(), key=lambda variant: len(variant.tests)):  # the fewest files first
         if mutant.key is not None and mutant.key not in variant.config:
             continue  # the key at its default: this render is the unmutated one
         try:
