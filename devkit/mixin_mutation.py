@@ -258,6 +258,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--again", type=Path, metavar="LOG", help="only the mutants an earlier run's output lists as survived"
     )
+    parser.add_argument("--from", dest="start", type=int, default=1, metavar="N", help="from the N-th mutant drawn")
     parser.add_argument("--part", default="1/1", metavar="K/N", help="the K-th of N interleaved shares of the mutants")
     parser.add_argument("--checks-only", action="store_true", help="with --again: the render checks alone")
     args = parser.parse_args(argv)
@@ -271,7 +272,7 @@ def main(argv: list[str]) -> int:
     counts = {kind: sum(m.kind == kind for m in every) for kind in dict.fromkeys(m.kind for m in every)}
     print(f"{len(every)} mutants: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()), flush=True)
     part, parts = (int(number) for number in args.part.split("/"))
-    chosen = drawn(every, args.sample, args.seed)[part - 1 :: parts]
+    chosen = drawn(every, args.sample, args.seed)[args.start - 1 :][part - 1 :: parts]
     if args.list:
         print("\n".join(m.name for m in chosen))
         return 0
