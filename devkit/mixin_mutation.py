@@ -199,11 +199,9 @@ def judge(
         for path in sorted((path for path, count in named.items() if count), key=lambda path: -named[path]):
             if failure := _promtool_failure(rendering, [path], variant):
                 return Outcome(mutant, "killed", f"{variant.name} {path.name}: {failure}", text_only)
-    if not changed:
-        return Outcome(mutant, "unchanged")
-    if failure := _render_check_failure(work):
+    if failure := _render_check_failure(work):  # unchanged rules too: an assert, the dashboard
         return Outcome(mutant, "killed", f"render checks: {failure}", text_only)
-    return Outcome(mutant, "survived", "", text_only)
+    return Outcome(mutant, "survived" if changed else "unchanged", "", changed and text_only)
 
 
 # The tests that check renders in process (every _config key reaches its alerts, the

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from devkit import mixin
 from devkit.mixin_variants import OTHER_CONFIG, RENAMED_CONFIG
 from devkit.tools import tool
@@ -172,3 +174,18 @@ def test_each_window_reaches_its_alerts() -> None:
     )
     (source,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
     assert (source["query"], source["regex"]) == (WINDOWS["datasourceType"], WINDOWS["datasourceRegex"])
+
+
+@pytest.mark.parametrize(
+    ("config", "refusal"),
+    [
+        ({"orpycamcpSelector": 'job=~"orpycamcp.*"'}, "needs at least one label matched with ="),
+        # 510 s + 90 s: the page exactly when migrators fail closed, not before.
+        ({"migrationLockHeldFor": "510s"}, "must stay below migrationLockTimeout"),
+    ],
+    ids=["no-equal-matcher", "lock-page-at-the-timeout"],
+)
+def test_a_config_the_rules_cannot_keep_is_refused(config: dict[str, str], refusal: str) -> None:
+    tool("jsonnet")
+    with pytest.raises(mixin.MixinError, match=refusal):
+        mixin.evaluate(config)
