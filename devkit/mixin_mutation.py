@@ -200,7 +200,7 @@ def judge(
             if failure := _promtool_failure(rendering, [path], variant):
                 return Outcome(mutant, "killed", f"{variant.name} {path.name}: {failure}", text_only)
     if failure := _render_check_failure(work):  # unchanged rules too: an assert, the dashboard
-        return Outcome(mutant, "killed", f"render checks: {failure}", text_only)
+        return Outcome(mutant, "killed", f"render checks: {failure}", changed and text_only)
     return Outcome(mutant, "survived" if changed else "unchanged", "", changed and text_only)
 
 
