@@ -92,6 +92,7 @@ LONGEST_FIRST = (
     "tests/properties/test_bounded_work.py",  # 79 s
     "tests/e2e/test_dashboard_scope.py",  # 64 s
     "tests/deploy/test_wheel.py",  # 60 s of setup (its wheel, virtualenv and installs; less with uv now)
+    "tests/e2e/test_standby_copy.py",  # 55 s
     "tests/alerts/test_trim_scenarios.py",  # 51 s
     "tests/e2e/test_ha_remote_write.py",  # 49 s
     "tests/alerts/test_mixin_lint.py",  # 79 s (52, 27), about half with go-jsonnet for the local path
