@@ -10,6 +10,7 @@ from devkit.servers import (
     LocalPostgres,
     PostgresServer,
     RedisServer,
+    ServerUnavailable,
     in_containers,
     postgres_server,
     redis_server,
@@ -97,6 +98,19 @@ def pg_server() -> Iterator[PostgresServer]:
 def redis() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
+
+
+@pytest.fixture
+def primary_pg() -> Iterator[LocalPostgres]:
+    """A local PostgreSQL of this test's own, to make hot standbys of (devkit/standby.py)."""
+    try:
+        server = start_postgres()
+    except ServerUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture

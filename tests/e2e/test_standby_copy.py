@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ import pytest
 
 from devkit.mixin import evaluate, rules_yaml
 from devkit.process import RunningProcess, exporter_process
-from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
+from devkit.servers import LocalPostgres, ServerUnavailable
 from devkit.standby import caught_up, start_standby
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.alerts.shorten import write_shortened_rules
@@ -65,18 +64,6 @@ class StandbyTruth(Truth):
         return values
 
 
-@pytest.fixture
-def primary() -> Iterator[LocalPostgres]:
-    try:
-        server = start_postgres()
-    except ServerUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        server.remove()
-
-
 def superuser(server: LocalPostgres, platform: Platform) -> str:
     return server.url(password=server.password, database=platform.database)
 
@@ -98,8 +85,9 @@ def data_times(prom: RunningProcess, instance: str, since: float) -> dict[float,
 
 
 def test_a_lagging_standby_never_wins_over_its_primary_and_never_counts_past_the_bound(
-    primary: LocalPostgres, tmp_path: Path
+    primary_pg: LocalPostgres, tmp_path: Path
 ) -> None:
+    primary = primary_pg
     with ExitStack() as stack:
         evaluated = evaluated_beside(stack, CONFIG)
         platform = asyncio.run(seeded(primary, PENDING))

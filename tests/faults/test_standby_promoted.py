@@ -6,11 +6,9 @@ value."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
+from devkit.servers import LocalPostgres, ServerUnavailable
 from devkit.standby import caught_up, promote, start_standby
 from exporter.tools.demo import EXPORTER_ROLE
 from tests.clock import FakeClock
@@ -24,19 +22,8 @@ LAG = "orpycamcp_database_replay_lag_seconds"
 TTL = 1.0
 
 
-@pytest.fixture
-def primary() -> Iterator[LocalPostgres]:
-    try:
-        server = start_postgres()
-    except ServerUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        server.remove()
-
-
-async def test_standby_promoted_mid_run(primary: LocalPostgres, caplog: pytest.LogCaptureFixture) -> None:
+async def test_standby_promoted_mid_run(primary_pg: LocalPostgres, caplog: pytest.LogCaptureFixture) -> None:
+    primary = primary_pg
     capture(caplog)
     platform = await create_platform(primary)
     await platform.add_tenant("acme")
