@@ -192,15 +192,22 @@ def _gauge(page: bytes, name: bytes) -> float | None:
     return None
 
 
+SCRAPER_ADDRESS = "127.0.0.2"
+
+
 async def scrape_for(
     url: str, seconds: float, interval: float = 0.1, count: int | None = None, full_at: float | None = None
 ) -> ScrapeFigures:
     """Scrape every `interval` s for `seconds` (or `count` times, or until the server reports
     `full_at` connections open), a new connection each time."""
     figures = ScrapeFigures()
-    limits = httpx.Limits(max_keepalive_connections=0)
+    # From another loopback address than the flood's: a scraper is another client than
+    # the one flooding (at the cap, a client's own idle connections are shed first).
+    transport = httpx.AsyncHTTPTransport(
+        limits=httpx.Limits(max_keepalive_connections=0), local_address=SCRAPER_ADDRESS
+    )
     until = time.monotonic() + seconds
-    async with httpx.AsyncClient(limits=limits, timeout=15) as client:
+    async with httpx.AsyncClient(transport=transport, timeout=15) as client:
         while time.monotonic() < until if count is None else figures.total < count:
             sent = time.monotonic()
             try:

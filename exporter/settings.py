@@ -201,7 +201,8 @@ class Settings:
     )
     web_max_connections: int | None = option(
         Count(16, 1 << 20),
-        "HTTP connections held at most; at the cap the longest idle one is closed",
+        "HTTP connections held at most; at the cap the longest idle one of the new one's client is closed, else the"
+        " longest idle of all",
         metavar="N",
         default_doc=f"what the file-descriptor limit allows, at most {DEFAULT_CAP_CEILING}",
     )

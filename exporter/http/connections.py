@@ -1,10 +1,16 @@
 """The HTTP connections the server holds: counted, capped, and shed the
-longest idle first when the cap is reached.
+longest idle first when the cap is reached: the new connection's own client's
+longest idle one if it has one, else the longest idle of all.
 
 An idle connection (one that is not being answered: no request yet, a request
 head still arriving, or a keep-alive connection between requests) costs a file
 descriptor and a little memory; it must never keep a scraper out. So a new
-connection over the cap is never refused while an idle one can make room.
+connection over the cap is never refused while an idle one can make room. And
+a client that floods makes room from its own connections first: a scraper's
+new connection is idle from its accept until its head is read, and on a loaded
+machine the event loop can accept a cap's worth of a flood's reconnections
+before it reads that head; shed by age alone, the scraper's would then be the
+longest idle.
 """
 
 from __future__ import annotations
@@ -30,14 +36,16 @@ class Sheddable(Protocol):
 
 
 class ConnectionBook:
-    """Every open connection, the idle ones in the order they became idle."""
+    """Every open connection, the idle ones in the order they became idle, of all
+    clients and of each client (by address)."""
 
     def __init__(self, cap: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.cap = cap
         self.shed_total = 0
         self._clock = clock
-        self._open: set[Sheddable] = set()
+        self._open: dict[Sheddable, str | None] = {}  # each connection's client address
         self._idle: OrderedDict[Sheddable, None] = OrderedDict()
+        self._idle_of: dict[str | None, OrderedDict[Sheddable, None]] = {}
         self._unreported = 0
         self._refused_unreported = 0
         self._reported_at = -math.inf
@@ -48,34 +56,45 @@ class ConnectionBook:
     def open_now(self) -> int:
         return len(self._open)
 
-    def opened(self, connection: Sheddable) -> bool:
-        """Admit a new connection, shedding the longest idle one if the cap is reached.
+    def opened(self, connection: Sheddable, client: str | None = None) -> bool:
+        """Admit a new connection from `client` (its address), shedding at the cap that
+        client's longest idle connection, else the longest idle of all.
         False when every connection is busy: the new one is to be closed."""
         if len(self._open) >= self.cap:
-            if self._idle:
-                oldest, _ = self._idle.popitem(last=False)
-                self._open.discard(oldest)
+            own = self._idle_of.get(client)
+            oldest = next(iter(own)) if own else next(iter(self._idle), None)
+            if oldest is not None:
+                self.closed(oldest)
                 oldest.shed()
                 self._count_shed(refused=False)
             else:
                 self._count_shed(refused=True)
                 return False
-        self._open.add(connection)
-        self._idle[connection] = None
+        self._open[connection] = client
+        self.idle(connection)
         return True
 
     def busy(self, connection: Sheddable) -> None:
         """A request head is complete: the connection is being answered."""
         self._idle.pop(connection, None)
+        client = self._open.get(connection)
+        own = self._idle_of.get(client)
+        if own is not None:
+            own.pop(connection, None)
+            if not own:
+                del self._idle_of[client]
 
     def idle(self, connection: Sheddable) -> None:
         """The response is sent: the connection, open still, waits for the next request.
         (busy() took it out, so it goes in last: the most recently idle.)"""
+        if connection not in self._open:
+            return
         self._idle[connection] = None
+        self._idle_of.setdefault(self._open[connection], OrderedDict())[connection] = None
 
     def closed(self, connection: Sheddable) -> None:
-        self._open.discard(connection)
-        self._idle.pop(connection, None)
+        self.busy(connection)
+        self._open.pop(connection, None)
 
     def _count_shed(self, refused: bool) -> None:
         self.shed_total += 1

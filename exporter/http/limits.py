@@ -1,6 +1,7 @@
 """uvicorn's httptools protocol with the limits it lacks: a request head must
 arrive within a time limit and fit in a size limit, and every connection is
-accounted in a ConnectionBook, which sheds the longest idle one at the cap.
+accounted in a ConnectionBook, which sheds at the cap the longest idle one of the
+new connection's client, else of all.
 
 uvicorn's keep-alive timeout only runs between requests, and httptools takes
 request lines and headers of any size; without these limits a client that
@@ -114,7 +115,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body = 0  # the body bytes of the request in progress
         self._upgraded = False
         self._head_timer: asyncio.TimerHandle | None = None
-        if self.book is not None and not self.book.opened(self):
+        if self.book is not None and not self.book.opened(self, self.client[0] if self.client else None):
             transport.close()  # at the cap and every connection busy
             return
         # Read from the class: a function stored on it is not a method of the connection.

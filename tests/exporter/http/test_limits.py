@@ -114,8 +114,9 @@ class Client:
         self.writer = writer
 
     @classmethod
-    async def connect(cls, port: int, tls: ssl.SSLContext | None = None) -> Client:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
+    async def connect(cls, port: int, tls: ssl.SSLContext | None = None, source: str = "127.0.0.1") -> Client:
+        """A connection from `source` (another loopback address: another client)."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls, local_addr=(source, 0))
         return cls(reader, writer)
 
     async def response(self) -> tuple[int, bytes]:
@@ -233,6 +234,32 @@ async def test_at_the_cap_the_connection_idle_the_longest_is_closed() -> None:
         assert await third.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == (200, b"ok")
         assert (book.open_now, book.shed_total) == (2, 1)
         for client in (second, third):
+            await client.close()
+        assert await book_holds(book, 0)
+
+
+async def test_at_the_cap_a_client_makes_room_from_its_own_connections_first() -> None:
+    """A flood's reconnection sheds the flood's own longest idle connection, not the
+    scraper's older one; a client with none idle sheds the longest idle of all."""
+    book = ConnectionBook(cap=3)
+    get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    async with serving(App(), book) as port:
+        scraper = await Client.connect(port, source="127.0.0.2")
+        assert await scraper.request(get) == (200, b"ok")  # idle since: the longest of all
+        flood = [await Client.connect(port), await Client.connect(port)]
+        assert await book_holds(book, 3)
+        flood.append(await Client.connect(port))
+        assert await flood[0].closed_by_server()
+        assert await scraper.request(get) == (200, b"ok")
+        assert (book.open_now, book.shed_total) == (3, 1)
+        # A third client has no connection of its own: the longest idle of all goes (the
+        # flood's second, idle since its accept; the scraper was answered since).
+        other = await Client.connect(port, source="127.0.0.3")
+        assert await flood[1].closed_by_server()
+        assert await scraper.request(get) == (200, b"ok")
+        assert await other.request(get) == (200, b"ok")
+        assert (book.open_now, book.shed_total) == (3, 2)
+        for client in (scraper, flood[2], other):
             await client.close()
         assert await book_holds(book, 0)
 
