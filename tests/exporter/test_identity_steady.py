@@ -50,10 +50,11 @@ async def test_a_reading_past_the_wait_leaves_the_last_one_on_the_page(platform:
         assert identities(await scrape(exporter)) == [want]
         read = identity.generation
         fake.advance(2 * TTL)
-        # The TTL has ended: read again, past this scrape's wait; the page shows the last reading.
+        # The TTL has ended: read again, past this scrape's wait; the page shows the last reading
+        # (whether the new one ends before the test looks again is the loop's business: on a quiet
+        # machine with three workers it did, so the generation is read only after a scrape that waits).
         page = await scrape(exporter, wait=0)
         assert (identities(page), failures(page)) == ([want], set())
-        assert identity.generation == read, "the new reading had not ended when the page was made"
         assert identities(await scrape(exporter)) == [want]
         assert identity.generation == read + 1
     finally:
