@@ -616,11 +616,11 @@ local lib = import 'lib.libsonnet';
               label_replace(
                 orpycamcp:backlog_pending_items:max > 0
                 unless orpycamcp:backlog_oldest_pending_timestamp_seconds:max
-                and on (job, backlog)
-                  group by (job, backlog) (last_over_time(orpycamcp:backlog_oldest_pending_timestamp_seconds:max[%s])),
+                and on (%s, backlog)
+                  group by (%s, backlog) (last_over_time(orpycamcp:backlog_oldest_pending_timestamp_seconds:max[%s])),
                 "signal", "$1", "backlog", "(.+)"
               )
-            ||| % lib.closedRange(c.backlogOldestLookback),
+            ||| % [k, k, lib.closedRange(c.backlogOldestLookback)],
             c.backlogPendingAgeUnknownFor,
             'Items of a declared backlog are pending but the age of the oldest is unknown.',
             'Backlog {{ $labels.backlog }}%s reports {{ $value }} pending items but no oldest-pending timestamp, so their age cannot be checked.' % backlogGroup,
