@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from exporter.options import deprecated_spellings, field_of, flag_of
+from exporter.options import OptionName, deprecated_spellings, field_of, flag_of, name_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME
 from registry import VERSION
 
@@ -51,7 +51,7 @@ class _DeprecatedSpelling(argparse._AppendAction):
         setattr(namespace, DEPRECATED_DEST, used)
 
 
-def _help(name: str) -> str:
+def _help(name: OptionName) -> str:
     item = OPTIONS_BY_NAME[name]
     choices: tuple[str, ...] | None = getattr(item.parse, "choices", None)
     accepts = f" (one of: {', '.join(choices)})" if choices else ""
@@ -60,7 +60,7 @@ def _help(name: str) -> str:
     return f"{item.help}{accepts}{default}{formerly} [env {' or '.join(item.envs)}]"
 
 
-def _add_options(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+def _add_options(parser: argparse.ArgumentParser, names: Sequence[OptionName]) -> None:
     for name in names:
         item = OPTIONS_BY_NAME[name]
         parser.add_argument(
@@ -111,7 +111,7 @@ def deprecated_used(parsed: argparse.Namespace) -> tuple[str, ...]:
 
 def replacement(old: str) -> str:
     """The flag that replaces the deprecated spelling `old`."""
-    return flag_of(field_of(old))
+    return flag_of(name_of(field_of(old)))
 
 
 def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:

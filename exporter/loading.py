@@ -21,7 +21,7 @@ from exporter.declarations import NO_DECLARATIONS, Backlog
 from exporter.declared_streams import DeclaredStreams
 from exporter.errors import BacklogConfigError, ConfigError, InvalidSettings
 from exporter.http.webconfig import WebConfig, load_web_config
-from exporter.options import Option, Refused
+from exporter.options import Option, OptionName, Refused
 from exporter.secret_file import read_secret
 from exporter.settings import IDLE_CLOSE_TTLS, OPTIONS_BY_NAME, Settings, describe
 from exporter.signals import BY_NAME as SIGNALS_BY_NAME
@@ -37,16 +37,18 @@ class OptionReading:
 
     `values` are the command line's (None where not given); `names` the options to read."""
 
-    def __init__(self, values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> None:
+    def __init__(self, values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[OptionName]) -> None:
         self.env = env
         self.errors: list[ConfigError] = []
         unknown = set(values) - set(OPTIONS_BY_NAME)
         if unknown:
             # A caller's misspelt option would otherwise be read as not given.
             raise KeyError(f"not options: {', '.join(sorted(unknown))}")
-        self.values: dict[str, Any] = {name: self._parse(OPTIONS_BY_NAME[name], values.get(name)) for name in names}
+        self.values: dict[OptionName, Any] = {
+            name: self._parse(OPTIONS_BY_NAME[name], values.get(name)) for name in names
+        }
 
-    def refuse(self, name: str, problem: str) -> None:
+    def refuse(self, name: OptionName, problem: str) -> None:
         self.errors.append(ConfigError(describe(name), problem))
 
     def _text(self, item: Option[Any], given: Any) -> str | None:
@@ -76,7 +78,7 @@ class OptionReading:
         raw = text
         return self.check(item.name, lambda: item.parse(raw, self.env))
 
-    def check(self, name: str, check: Callable[[], Any]) -> Any:
+    def check(self, name: OptionName, check: Callable[[], Any]) -> Any:
         """check(), a ConfigError or Refused kept as a refusal of option `name`."""
         try:
             return check()
@@ -104,7 +106,7 @@ def idle_close_from_ttl(reading: OptionReading) -> None:
         reading.values["database_idle_close"] = IDLE_CLOSE_TTLS * ttl
 
 
-def _given(reading: OptionReading, *names: str) -> bool:
+def _given(reading: OptionReading, *names: OptionName) -> bool:
     refused = {describe(name) for name in names}
     return any(reading.values[name] is not None for name in names) or any(
         error.setting in refused for error in reading.errors
@@ -120,7 +122,7 @@ def configured_sources(reading: OptionReading) -> dict[Source, bool]:
     }
 
 
-def url_or_file(reading: OptionReading, url_name: str, file_name: str) -> str | None:
+def url_or_file(reading: OptionReading, url_name: OptionName, file_name: OptionName) -> str | None:
     """The URL given, or read from its file (parsed like the URL); never both."""
     url, path = reading.values[url_name], reading.values[file_name]
     if path is None:
@@ -140,7 +142,7 @@ def url_or_file(reading: OptionReading, url_name: str, file_name: str) -> str | 
     return reading.check(file_name, from_file)  # type: ignore[no-any-return]
 
 
-def _tls_files(parsed: Mapping[str, Any]) -> RedisTls:
+def _tls_files(parsed: Mapping[OptionName, Any]) -> RedisTls:
     """The TLS flags, their files read and parsed now; only with a TLS URL."""
     tls = RedisTls(
         ca_file=parsed["redis_tls_ca_file"],
@@ -150,10 +152,16 @@ def _tls_files(parsed: Mapping[str, Any]) -> RedisTls:
     )
     if not tls.given:
         return tls
-    files = {"ca_file": "redis_tls_ca_file", "cert_file": "redis_tls_cert_file", "key_file": "redis_tls_key_file"}
+    files: dict[str, OptionName] = {
+        "ca_file": "redis_tls_ca_file",
+        "cert_file": "redis_tls_cert_file",
+        "key_file": "redis_tls_key_file",
+    }
     url = parsed["redis_url"]
     if url is None or not parse_redis_url(url).tls:
-        flag = next((name for field, name in files.items() if getattr(tls, field)), "redis_tls_insecure_skip_verify")
+        flag: OptionName = next(
+            (name for field, name in files.items() if getattr(tls, field)), "redis_tls_insecure_skip_verify"
+        )
         raise ConfigError(describe(flag), "TLS to Redis needs a rediss:// URL (rediss+sentinel://, rediss+cluster://)")
     try:
         load_tls(tls)
@@ -195,7 +203,7 @@ def enabled_signals(
         if name not in sources:
             reading.refuse("signals", f"unknown signal {name!r} (known: {', '.join(sources)})")
         elif not configured[sources[name]]:
-            needed = "database_url" if sources[name] is Source.POSTGRES else "redis_url"
+            needed: OptionName = "database_url" if sources[name] is Source.POSTGRES else "redis_url"
             reading.refuse(needed, f"signal {name!r} needs it")
     # Registry order, whatever order they were given in.
     return tuple(name for name in sources if name in given)
@@ -228,7 +236,7 @@ def signal_cadences(
     from its declaration, else from --signals.ttl / --signals.deadline; each deadline below its TTL."""
     ttl, deadline = reading.values["ttl"], reading.values["deadline"]
     declared = {backlog.name: backlog.cadence for backlog in backlogs} | dict(streams.cadences)
-    options = {"ttl": "signals_ttl", "deadline": "signals_deadline"}
+    options: dict[str, OptionName] = {"ttl": "signals_ttl", "deadline": "signals_deadline"}
     given = {key: dict(reading.values[option] or ()) for key, option in options.items()}
     # A declarations file refused declares nothing: its signals are not reported a second time as unknown.
     file_refused = any(error.setting.startswith(describe("backlogs_config_file")) for error in reading.errors)
@@ -262,7 +270,7 @@ def signal_cadences(
     return tuple(cadences)
 
 
-def _side_file(reading: OptionReading, name: str, read: Callable[[str], T], empty: T) -> T:
+def _side_file(reading: OptionReading, name: OptionName, read: Callable[[str], T], empty: T) -> T:
     """The file the option `name` names, read by its own module; `empty` when none
     is given, or when it is refused (then `done` raises before it is used)."""
     path = reading.values[name]
@@ -305,7 +313,9 @@ def load(values: Mapping[str, Any], env: Mapping[str, str]) -> Settings:
     )
 
 
-def load_some(values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[str]) -> Mapping[str, Any]:
+def load_some(
+    values: Mapping[str, Any], env: Mapping[str, str], names: Iterable[OptionName]
+) -> Mapping[OptionName, Any]:
     """Only the named options (e.g. the health check's address and web config), parsed;
     InvalidSettings lists every invalid one."""
     reading = OptionReading(values, env, names)

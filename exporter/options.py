@@ -15,9 +15,12 @@ leading dashes, dots and dashes made underscores (`--database.max-queries-per-co
 is `database_max_queries_per_connection`, `--web.config.file` `web_config_file`),
 and a component's own setting is the part after the component's dot
 (`PostgresSettings.max_queries_per_connection`). The names are derived from the
-flags, not written beside them (the other way is ambiguous: `--web.config.file`
-but `--redis.tls-ca-file`); two flags of one name, a deprecated spelling of no
-option, or a field without a flag fail at import.
+flags (the other way is ambiguous: `--web.config.file` but
+`--redis.tls-ca-file`), and written once more as a type, `OptionName`, so that
+the type checker refuses a misspelt name wherever code passes one
+(`flag_of("database_ulr")`); a name of that type that is not its flag's, two
+flags of one name, a deprecated spelling of no option, or a field without a
+flag fail at import.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, get_args
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -64,6 +67,40 @@ FLAGS: tuple[str, ...] = (
     "--log.level",
 )
 
+# The names of FLAGS, in their order (checked at import: `named`).
+OptionName = Literal[
+    "web_listen_address",
+    "database_url",
+    "database_url_file",
+    "redis_url",
+    "redis_url_file",
+    "redis_tls_ca_file",
+    "redis_tls_cert_file",
+    "redis_tls_key_file",
+    "redis_tls_insecure_skip_verify",
+    "signals",
+    "ttl",
+    "deadline",
+    "signals_ttl",
+    "signals_deadline",
+    "database_max_connections",
+    "database_batch_size",
+    "database_idle_close",
+    "database_max_queries_per_connection",
+    "database_pool_mode",
+    "database_replica_max_staleness",
+    "redis_replica_max_staleness",
+    "redis_sentinel_majority",
+    "backlogs_config_file",
+    "web_config_file",
+    "web_max_connections",
+    "web_request_head_timeout",
+    "web_trusted_proxies",
+    "log_format",
+    "log_level",
+]
+OPTION_NAMES: tuple[OptionName, ...] = get_args(OptionName)
+
 # Earlier spellings still accepted, each a deprecated alias of the option of the
 # same name (`--log-level` of `--log.level`: both are `log_level`, both read
 # ORPYCAMCP_LOG_LEVEL). Using one logs a warning once at start.
@@ -90,31 +127,45 @@ def env_name(flag: str) -> str:
     return ENV_PREFIX + field_of(flag).upper()
 
 
-def named(flags: tuple[str, ...], deprecated: tuple[str, ...]) -> dict[str, str]:
+def named(
+    flags: tuple[str, ...], deprecated: tuple[str, ...], names: tuple[OptionName, ...] = OPTION_NAMES
+) -> dict[OptionName, str]:
     """Each flag by the name of its option; raises at import on two flags of one
-    name, or a deprecated spelling that names no option."""
-    by_name = {field_of(flag): flag for flag in flags}
-    twice = sorted(flag for flag in flags if [field_of(other) for other in flags].count(field_of(flag)) > 1)
-    orphans = sorted(old for old in deprecated if field_of(old) not in by_name)
-    if twice or orphans:
-        raise ValueError(f"flags of an option named twice: {twice}; deprecated spellings of no option: {orphans}")
-    return by_name
+    name, a deprecated spelling that names no option, or `names` (the type's) that
+    are not the flags' names in their order."""
+    derived = tuple(field_of(flag) for flag in flags)
+    twice = sorted(flag for flag in flags if derived.count(field_of(flag)) > 1)
+    orphans = sorted(old for old in deprecated if field_of(old) not in derived)
+    if twice or orphans or derived != names:
+        raise ValueError(
+            f"flags of an option named twice: {twice}; deprecated spellings of no option: {orphans};"
+            f" the names of OptionName, not the flags' in their order: {sorted(set(names) ^ set(derived))}"
+        )
+    return dict(zip(names, flags, strict=True))
 
 
 _FLAG_OF = named(FLAGS, DEPRECATED_FLAGS)
 
 
-def flag_of(name: str) -> str:
+def name_of(text: str) -> OptionName:
+    """`text` as the name of an option, where it comes from data (a field's name, a
+    hint's template); KeyError when no option has it."""
+    if text not in _FLAG_OF:
+        raise KeyError(f"no option is named {text!r}")
+    return text  # an OptionName: a key of _FLAG_OF
+
+
+def flag_of(name: OptionName) -> str:
     """The command-line flag of the option `name`."""
     return _FLAG_OF[name]
 
 
-def deprecated_spellings(name: str) -> tuple[str, ...]:
+def deprecated_spellings(name: OptionName) -> tuple[str, ...]:
     """The deprecated spellings still read for the option `name`."""
     return tuple(old for old in DEPRECATED_FLAGS if field_of(old) == name)
 
 
-def setting(name: str, value: str) -> str:
+def setting(name: OptionName, value: str) -> str:
     """How to give the option `name` this value, by flag and by environment."""
     flag = flag_of(name)
     return f"{flag} {value} ({env_name(flag)}={value})"
@@ -216,6 +267,11 @@ class Names:
         return names
 
 
+# An option's name until `declared` gives it its Settings field's: an option is
+# written as a field's default, before the field has its name.
+_NOT_YET_NAMED = cast(OptionName, "")
+
+
 @dataclass(frozen=True)
 class Option(Generic[T]):
     """One option, declared once.
@@ -231,7 +287,7 @@ class Option(Generic[T]):
     default: str | None = None
     default_doc: str | None = None
     aliases: tuple[str, ...] = ()
-    name: str = ""  # the Settings field that declares it, filled in by `declared`
+    name: OptionName = _NOT_YET_NAMED
 
     @property
     def flag(self) -> str:
@@ -283,4 +339,4 @@ def declared(settings_class: type[Any]) -> tuple[Option[Any], ...]:
             f"options without a flag: {sorted(names - set(_FLAG_OF))};"
             f" flags without an option: {sorted(set(_FLAG_OF) - names)}"
         )
-    return tuple(dataclasses.replace(item.metadata[OPTION_KEY], name=item.name) for item in fields)
+    return tuple(dataclasses.replace(item.metadata[OPTION_KEY], name=name_of(item.name)) for item in fields)

@@ -24,7 +24,7 @@ from exporter.http.fdlimit import DEFAULT_CAP_CEILING
 from exporter.http.listen import ListenAddress, ListenParser
 from exporter.http.proxies import Network, TrustedProxies
 from exporter.http.webconfig import WebConfig
-from exporter.options import Choice, Count, Names, Option, Seconds, Switch, Text, declared, option
+from exporter.options import Choice, Count, Names, Option, OptionName, Seconds, Switch, Text, declared, option
 from exporter.sources.postgres.dsn import PostgresUrl
 from exporter.sources.postgres.pool_mode import Mode, PoolMode
 from exporter.sources.redis.clients import MAJORITY_OF_CONFIGURED, SENTINEL_MAJORITIES
@@ -281,7 +281,7 @@ OPTIONS: tuple[Option[Any], ...] = declared(Settings)
 OPTIONS_BY_NAME = {item.name: item for item in OPTIONS}
 
 
-def describe(name: str) -> str:
+def describe(name: OptionName) -> str:
     """The option `name` as errors name it: its flag and environment variable."""
     return OPTIONS_BY_NAME[name].describe()
 

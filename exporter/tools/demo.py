@@ -18,13 +18,13 @@ from exporter.contract import sql
 from exporter.declared_streams import NO_STREAMS, SHIPPED_STREAMS, DeclaredStreams
 from exporter.errors import ConfigError, InvalidSettings
 from exporter.loading import load
-from exporter.options import flag_of
+from exporter.options import OptionName, flag_of
 from exporter.settings import OPTIONS_BY_NAME
 from exporter.tools.throwaway import LocalPostgres, LocalRedis, ServerUnavailable, start_postgres, start_redis
 
 EXPORTER_ROLE = "orpycamcp_exporter"
 # The demo's own servers are the only ones it reads: these options are refused, not ignored.
-OWN_SERVERS = ("database_url", "database_url_file", "redis_url", "redis_url_file")
+OWN_SERVERS: tuple[OptionName, ...] = ("database_url", "database_url_file", "redis_url", "redis_url_file")
 # A demo serves on loopback unless told otherwise: its throwaway database has a printed password.
 DEMO_LISTEN_ADDRESS = "127.0.0.1:9874"
 

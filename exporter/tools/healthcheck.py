@@ -27,10 +27,11 @@ from exporter.errors import ConfigError, InvalidSettings
 from exporter.http.listen import ListenAddress
 from exporter.http.webconfig import WebConfig, load_web_config
 from exporter.loading import load_some
+from exporter.options import OptionName
 
 PATH = "/-/healthy"
 # The options the probe reads.
-PROBED = ("web_listen_address", "web_config_file")
+PROBED: tuple[OptionName, ...] = ("web_listen_address", "web_config_file")
 # Below Docker's default health check timeout (30 s) and the image's (5 s).
 TIMEOUT_SECONDS = 3.0
 MAIN_PROCESS = Path("/proc/1/cmdline")

@@ -5,7 +5,7 @@ spells them.
 
 from __future__ import annotations
 
-from exporter.options import flag_of, setting
+from exporter.options import flag_of, name_of, setting
 from exporter.reasons import Reason
 from exporter.signals.base import Source
 from registry.reasons import HINT_TEXTS
@@ -15,7 +15,7 @@ class _Flag:
     """`{flag:NAME}` in a hint: the flag of the option NAME."""
 
     def __format__(self, name: str) -> str:
-        return flag_of(name)
+        return flag_of(name_of(name))
 
 
 class _Setting:
@@ -23,7 +23,7 @@ class _Setting:
 
     def __format__(self, assignment: str) -> str:
         name, value = assignment.split("=", 1)
-        return setting(name, value)
+        return setting(name_of(name), value)
 
 
 _FIELDS = {"flag": _Flag(), "setting": _Setting(), **HINT_TEXTS}

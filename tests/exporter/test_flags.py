@@ -15,7 +15,17 @@ import pytest
 
 from devkit.process import exporter_process
 from exporter.arguments import build_parser, deprecated_used, option_values, replacement, with_command
-from exporter.options import DEPRECATED_FLAGS, FLAGS, env_name, field_of, flag_of, named
+from exporter.options import (
+    DEPRECATED_FLAGS,
+    FLAGS,
+    OPTION_NAMES,
+    OptionName,
+    env_name,
+    field_of,
+    flag_of,
+    name_of,
+    named,
+)
 from exporter.settings import OPTIONS
 
 DB = "postgresql://u:secret@127.0.0.1:9/platform"
@@ -36,17 +46,55 @@ def test_every_flag_has_the_prometheus_style(flag: str) -> None:
 
 def test_a_table_of_two_flags_of_one_name_or_an_orphan_spelling_is_refused() -> None:
     """What stops the import of exporter.options when the table breaks the one rule."""
-    assert named(("--web.config.file", "--ttl"), ()) == {"web_config_file": "--web.config.file", "ttl": "--ttl"}
+    both: tuple[OptionName, ...] = ("web_config_file", "ttl")
+    assert named(("--web.config.file", "--ttl"), (), both) == {"web_config_file": "--web.config.file", "ttl": "--ttl"}
     with pytest.raises(ValueError, match=r"named twice: \['--web\.config-file', '--web\.config\.file'\]"):
-        named(("--web.config.file", "--web.config-file"), ())
+        named(("--web.config.file", "--web.config-file"), (), ("web_config_file", "web_config_file"))
     with pytest.raises(ValueError, match=r"no option: \['--log-levels'\]"):
-        named(("--log.level",), ("--log-levels",))
+        named(("--log.level",), ("--log-levels",), ("log_level",))
+
+
+def test_the_names_written_as_a_type_are_the_flags_names_in_their_order() -> None:
+    """OptionName, the type the checker reads, cannot drift from FLAGS: the import refuses it."""
+    assert tuple(field_of(flag) for flag in FLAGS) == OPTION_NAMES
+    with pytest.raises(ValueError, match=r"not the flags' in their order: \['log_format', 'log_level'\]"):
+        named(("--log.level",), (), ("log_format",))
+    with pytest.raises(ValueError, match=r"not the flags' in their order: \[\]"):
+        named(("--ttl", "--log.level"), (), ("log_level", "ttl"))
+
+
+def test_a_name_read_from_data_is_an_option_s_or_refused() -> None:
+    assert name_of("database_url") == "database_url"
+    with pytest.raises(KeyError, match="no option is named 'database_ulr'"):
+        name_of("database_ulr")
+
+
+def test_a_misspelt_option_name_in_code_fails_the_type_check(tmp_path: Path) -> None:
+    """The names code passes are checked before the code runs, not by a KeyError in a scrape."""
+    code = tmp_path / "uses_options.py"
+    code.write_text(
+        "from exporter.options import flag_of, setting\n"
+        'flag_of("database_url")\n'
+        'flag_of("database_ulr")\n'
+        'setting("log_levels", "debug")\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent", str(code)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=Path(__file__).resolve().parents[2],
+        env={"PATH": "/usr/bin", "MYPYPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    wrong = sorted(int(line.split(":")[1]) for line in done.stdout.splitlines() if ": error:" in line)
+    assert (done.returncode, wrong) == (1, [3, 4]), done.stdout + done.stderr
+    assert 'Argument 1 to "flag_of" has incompatible type "Literal[\'database_ulr\']"' in done.stdout
 
 
 @pytest.mark.parametrize("old", sorted(DEPRECATED_FLAGS))
 def test_a_deprecated_spelling_is_read_as_its_option_with_the_same_environment_variable(old: str) -> None:
     parsed = build_parser().parse_args(with_command([old, "value"]))
-    name = field_of(old)
+    name = name_of(field_of(old))
     assert option_values(parsed)[name] == ["value"]
     assert deprecated_used(parsed) == (old,)
     assert env_name(old) == env_name(flag_of(name))

@@ -19,7 +19,7 @@ from exporter.errors import InvalidSettings
 from exporter.http.fdlimit import connection_cap
 from exporter.http.limits import bounded_protocol
 from exporter.loading import load
-from exporter.options import Choice, Option
+from exporter.options import Choice, Option, OptionName, name_of
 from exporter.service import build_sources, timeouts_of
 from exporter.settings import OPTIONS, OPTIONS_BY_NAME, Settings
 from exporter.sources.postgres.source import PostgresSettings
@@ -97,7 +97,7 @@ def test_environment_names_follow_one_rule() -> None:
         ("ORPYCAMCP_WEB_REQUEST_HEAD_TIMEOUT_SECONDS", "web_request_head_timeout", "2", 2.0),
     ],
 )
-def test_earlier_names_are_read_as_aliases(alias: str, name: str, value: str, expected: object) -> None:
+def test_earlier_names_are_read_as_aliases(alias: str, name: OptionName, value: str, expected: object) -> None:
     assert alias in OPTIONS_BY_NAME[name].aliases
     env = {"ORPYCAMCP_DATABASE_URL": DB} if name != "database_url" else {}
     assert getattr(load({}, env | {alias: value}), name) == expected
@@ -291,7 +291,7 @@ def test_the_components_take_the_values_given() -> None:
         for target in FEEDS[name]:
             component, field = target.split(".", 1)
             if component in built:
-                assert getattr(built[component], field) == OPTIONS_BY_NAME[name].parse(text, {}), target
+                assert getattr(built[component], field) == OPTIONS_BY_NAME[name_of(name)].parse(text, {}), target
                 checked += 1
     assert checked == 11
     # The fields of the sources' settings that no option feeds hold no value that could be one.
