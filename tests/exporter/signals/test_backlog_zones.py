@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 
-from exporter.errors import ContractViolation
+from exporter.errors import ColumnTypeMismatch, ContractViolation
 from exporter.zones import SERVER, instant_sql
 from tests.platform import Platform
 from tests.scrapes import make_exporter, scrape
@@ -154,3 +154,21 @@ async def test_arrivals_in_a_zone_far_from_utc_are_counted_within_their_window(
     assert page.measured("jobs") == 1
     assert page.get("orpycamcp_backlog_arrivals", backlog="jobs", window="1h") == 2
     assert page.get("orpycamcp_backlog_arrivals", backlog="jobs", window="1d") == 4
+
+
+async def test_without_oldest_a_refused_arrivals_column_is_the_column_named(bogota: Platform, tmp_path: Path) -> None:
+    """The time column a refusal names is the oldest's, else the arrivals': a backlog
+    without `oldest` whose arrivals column is text names that column and its type."""
+    declaration = (
+        "backlogs:\n  jobs:\n    help: Jobs waiting.\n    scope: tenant\n    table: jobs\n"
+        "    pending:\n      status: pending\n    arrivals:\n      column: status\n      windows: [1h]\n"
+    )
+    path = tmp_path / "backlogs.yml"
+    path.write_text(declaration)
+    exporter = make_exporter(bogota.exporter_url, signals="jobs", backlogs_config_file=str(path))
+    try:
+        with pytest.raises(ColumnTypeMismatch) as raised:
+            await exporter.caches["jobs"].signal.measure(exporter.sources)
+    finally:
+        await exporter.close()
+    assert (raised.value.column, raised.value.found) == ("jobs.status", "text")
