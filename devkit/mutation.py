@@ -107,7 +107,8 @@ def config(module: str, tests: tuple[str, ...]) -> str:
         'source_paths = ["exporter"]\n'
         f"only_mutate = {toml_list([module])}\n"
         f"also_copy = {toml_list([name for name in ALSO_COPY if (ROOT / name).exists()])}\n"
-        f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-m', 'not slow', '-W', 'error'])}\n"
+        # Every listed test runs, whatever its tier: a module's list names the servers it needs.
+        f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-W', 'error'])}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(present)}\n"
         "use_git_change_detection = false\n"
     )

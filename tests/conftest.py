@@ -21,10 +21,26 @@ from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of th
 from tests.parallel import ALONE, run_order, shared_directory, turn
 from tests.platform import Platform, create_platform
 
-# The slow tier: images and the wheel built, whole stacks end to end, the fault
-# matrix and the load, scale. Everything else (pure and single-server tests) is
-# the fast tier: `scripts/test --fast`, or `pytest -m "not slow"`.
+# The slow tier, by test id prefix: images and the wheel built, whole stacks end
+# to end, the fault matrix and the load, scale; the Redis topologies (a replica,
+# sentinels, a cluster: several servers each); and promtool's evaluation of the
+# rule test files (each file, then each again on two other renders; the
+# replays; the mixin fetched from git): 2 to 20 s of CPU each, about 300 s in
+# all, which alone kept the fast tier at 4 minutes. Everything else (pure and
+# single-server tests, the rendering and linting of the mixin) is the fast
+# tier: `scripts/test --fast`, or `pytest -m "not slow"`.
 SLOW_TIER = (
+    "tests/alerts/test_mixin.py::test_other_config_rule_tests_pass_against_their_render",
+    "tests/alerts/test_mixin.py::test_renamed_job_and_cluster_label_pass_every_rule_test",
+    "tests/alerts/test_mixin.py::test_renamed_rule_tests_fail_against_the_default_rules",
+    "tests/alerts/test_mixin_lint.py::test_installed_from_git_it_renders_under_its_full_and_its_legacy_name",
+    "tests/alerts/test_pending_scenarios.py",
+    "tests/alerts/test_purge_scenarios.py",
+    "tests/alerts/test_rules.py::test_promtool_test_rules",
+    "tests/alerts/test_trim_scenarios.py",
+    "tests/exporter/sources/redis/test_cluster.py",
+    "tests/exporter/sources/redis/test_replica.py",
+    "tests/exporter/sources/redis/test_sentinel.py",
     "tests/deploy/test_compose_up.py",
     "tests/deploy/test_image.py",
     "tests/deploy/test_wheel.py",
@@ -36,11 +52,10 @@ SLOW_TIER = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = config.rootpath
     for item in items:
-        if item.path.relative_to(root).as_posix().startswith(SLOW_TIER):
+        if item.nodeid.startswith(SLOW_TIER):
             item.add_marker(pytest.mark.slow)
-    run_order(items, root)
+    run_order(items, config.rootpath)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
