@@ -1,13 +1,14 @@
 """Mutation testing of the modules that decide truth and secrecy, with mutmut
 (not a dependency of the project: installed beside it, see docs/testing.md).
 
-    python -m devkit.mutation exporter/validate.py      # one module, its fast-tier tests
+    python -m devkit.mutation exporter/validate.py      # one module, the tests that exercise it
     python -m devkit.mutation --list                    # the modules and the tests that cover them
 
 Each module is mutated in a copy of the tree (under a temporary directory, or
---work DIR to keep it and rerun), with only the fast-tier tests that exercise
-it: mutmut runs, per mutant, the tests that reached the mutated function. The
-result is mutmut's own listing (`mutmut results`), plus the score."""
+--work DIR to keep it and rerun), with only the tests that exercise it (its
+mirrored test files at least: tests/devkit/test_mutation.py): mutmut runs, per
+mutant, the tests that reached the mutated function. The result is mutmut's
+own listing (`mutmut results`), plus the score."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Module -> the fast-tier tests that exercise it (tests mirror the package).
+# Module -> the tests that exercise it (tests mirror the package: each module's
+# test_<name>.py and test_<name>_*.py are listed, checked by tests/devkit/test_mutation.py).
 TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/validate.py": ("tests/exporter/test_validate.py", "tests/exporter/test_outcomes.py"),
     # The samples' layout (one family's values, a measurement's families in order).
@@ -42,7 +44,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/exporter/sources/redis/test_url.py",
     ),
     "exporter/yamlfile.py": ("tests/exporter/test_yamlfile.py",),
-    "exporter/http/webconfig.py": ("tests/exporter/http/test_webconfig.py",),
+    "exporter/http/webconfig.py": (
+        "tests/exporter/http/test_webconfig.py",
+        "tests/exporter/http/test_webconfig_toolkit.py",
+    ),
     "exporter/http/reload.py": ("tests/exporter/http/test_reload.py", "tests/exporter/http/test_auth.py"),
     "exporter/http/limits.py": ("tests/exporter/http/test_limits.py", "tests/exporter/test_options.py"),
     # The statement naming and session checks of the PostgreSQL source, on the session's
@@ -69,6 +74,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/signals/audit_chain.py": ("tests/exporter/signals/test_audit_chain.py",),
     "exporter/signals/streams.py": (
         "tests/exporter/signals/test_streams.py",
+        "tests/exporter/signals/test_streams_lag.py",
         "tests/exporter/signals/test_declared_streams.py",
         "tests/exporter/test_declared_streams.py",
     ),
