@@ -30,6 +30,7 @@ from tests.platform import Platform, create_platform
 # single-server tests, the rendering and linting of the mixin) is the fast
 # tier: `scripts/test --fast`, or `pytest -m "not slow"`.
 SLOW_TIER = (
+    "tests/alerts/test_config_keys.py::test_each_key_alone_fails_a_promtool_test_of_the_rules_it_changes",
     "tests/alerts/test_mixin.py::test_other_config_rule_tests_pass_against_their_render",
     "tests/alerts/test_mixin.py::test_renamed_job_and_cluster_label_pass_every_rule_test",
     "tests/alerts/test_mixin.py::test_renamed_rule_tests_fail_against_the_default_rules",

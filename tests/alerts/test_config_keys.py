@@ -2,17 +2,24 @@
 than its default by a promtool-tested render (devkit/mixin_variants.py: `renamed`,
 `other`), by the cadences of tests/alerts/test_windows.py, or else here, where the
 `for` and the threshold of each alert are checked against a render with distinct
-values (a key ignored leaves its alert at the default, which none of these is)."""
+values (a key ignored leaves its alert at the default, which none of these is),
+and where each such key, set alone to that value, makes a promtool test of the
+default files fail on the very rules it changed: the tests see where it acts."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from devkit import mixin
-from devkit.mixin_variants import OTHER_CONFIG, RENAMED_CONFIG
+from devkit.mixin_mutation import affected, by_name
+from devkit.mixin_variants import OTHER_CONFIG, RENAMED_CONFIG, TESTS_DIR, promtool_on
 from devkit.tools import tool
 from tests.alerts.shorten import parse_duration
 from tests.alerts.test_windows import OTHER_CADENCES
@@ -125,6 +132,18 @@ SECONDS = {
 }
 
 
+# Keys only the dashboard reads: no rule changes with them (checked below), and
+# test_each_window_reaches_its_alerts reads them on the render's dashboard.
+DASHBOARD_KEYS = (
+    "dashboardUid",
+    "dashboardTitle",
+    "dashboardTags",
+    "dashboardRefresh",
+    "datasourceType",
+    "datasourceRegex",
+)
+
+
 def seconds_in(value: str, expr: str) -> bool:
     number = int(parse_duration(value))
     return bool(re.search(rf"(?<![\w.]){number}(?![\w.])|(?<![\w.]){value}(?![a-z])", expr))
@@ -189,3 +208,101 @@ def test_a_config_the_rules_cannot_keep_is_refused(config: dict[str, str], refus
     tool("jsonnet")
     with pytest.raises(mixin.MixinError, match=refusal):
         mixin.evaluate(config)
+
+
+def naming(names: set[str]) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w:])(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")(?![\w:])")
+
+
+def cut_tests(text: str, names: set[str]) -> dict[str, Any]:
+    """A promtool test file cut to its checks of `names`: the alerts named, the
+    expressions naming one (their groups' input series kept whole)."""
+    named = naming(names)
+    document = yaml.safe_load(text)
+    groups = []
+    for group in document["tests"]:
+        alerts = [check for check in group.get("alert_rule_test", []) if check["alertname"] in names]
+        exprs = [check for check in group.get("promql_expr_test", []) if named.search(check["expr"])]
+        if alerts or exprs:
+            groups.append({**group, "alert_rule_test": alerts, "promql_expr_test": exprs})
+    return {**document, "tests": groups}
+
+
+def cut_rules(rendering: mixin.Rendering, names: set[str], exprs: list[str]) -> dict[str, Any]:
+    """The render's rules cut to `names` and every rule they or `exprs` read (a record, or
+    an alert through ALERTS), transitively: promtool then evaluates a few rules, not all of
+    them, at every step."""
+    rules = {
+        str(rule.get("alert") or rule["record"]): rule
+        for group in mixin.rule_groups(rendering)
+        for rule in group["rules"]
+    }
+    kept = set(names)
+    reading = [*exprs, *(str(rules[name]["expr"]) for name in kept)]
+    while reading:
+        expr = reading.pop()
+        read = {name for name in set(rules) - kept if naming({name}).search(expr)}
+        kept |= read
+        reading += [str(rules[name]["expr"]) for name in read]
+    groups = [
+        {**group, "rules": [rule for rule in group["rules"] if str(rule.get("alert") or rule["record"]) in kept]}
+        for group in mixin.rule_groups(rendering)
+    ]
+    return {"groups": [group for group in groups if group["rules"]]}
+
+
+def promtool_cut(rules: dict[str, Any], tests: dict[str, dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    """The cut checks against the cut rules, the groups evaluated in the render's order
+    (records first): promtool orders them at random otherwise, and a check at an alert's
+    `for` exactly would pass or fail with that order."""
+    order = [group["name"] for group in rules["groups"]]
+    with tempfile.TemporaryDirectory(prefix="config-key-") as directory:
+        paths = []
+        for name, document in tests.items():
+            path = Path(directory) / "tests" / name
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(yaml.safe_dump({**document, "group_eval_order": order}, sort_keys=False), encoding="utf-8")
+            paths.append(path)
+        return promtool_on(yaml.safe_dump(rules, sort_keys=False), paths, Path(directory))
+
+
+@pytest.fixture(scope="module")
+def default_rendering() -> mixin.Rendering:
+    tool("jsonnet")
+    return mixin.evaluate_rules({}, mixin.MIXIN_DIR)
+
+
+# The keys only render checks read otherwise, at their values there.
+ALONE = {**WINDOWS, **OTHER_CADENCES}
+
+
+@pytest.mark.parametrize("key", sorted(ALONE))
+def test_each_key_alone_fails_a_promtool_test_of_the_rules_it_changes(
+    key: str, default_rendering: mixin.Rendering
+) -> None:
+    """The key set alone to its value here: the default files' checks of the rules it
+    changes, which pass on the default rules, fail on these (a key no test observes
+    would pass). Only those checks run, on those rules and the records they read."""
+    rendering = mixin.evaluate_rules({key: ALONE[key]}, mixin.MIXIN_DIR)
+    changed, _ = affected(by_name(default_rendering), by_name(rendering))
+    if key in DASHBOARD_KEYS:
+        assert not changed, f"{key} is the dashboard's, yet changes rules: {sorted(changed)}"
+        return
+    assert changed, f"{key} changes no rule"
+    tests = {path.name: cut_tests(path.read_text(encoding="utf-8"), changed) for path in TESTS_DIR.glob("*.test.yml")}
+    tests = {name: document for name, document in tests.items() if document["tests"]}
+    assert tests, f"no default test file checks {sorted(changed)}"
+    exprs = [
+        check["expr"]
+        for document in tests.values()
+        for group in document["tests"]
+        for check in group["promql_expr_test"]
+    ]
+    passed = promtool_cut(cut_rules(default_rendering, changed, exprs), tests)
+    assert passed.returncode == 0, (
+        f"the cut checks of {sorted(changed)} fail on the default rules: {passed.stdout[-600:]}"
+    )
+    failed = promtool_cut(cut_rules(rendering, changed, exprs), tests)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0, f"{key}={ALONE[key]!r} changes {sorted(changed)}; every default check of them passes"
+    assert [name for name in changed if name in output], output[-600:]
