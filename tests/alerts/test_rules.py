@@ -138,6 +138,19 @@ def test_amtool_check_config() -> None:
 # --- rule file conventions ------------------------------------------------------
 
 
+def test_each_rule_test_file_evaluates_every_group_records_first() -> None:
+    """promtool evaluates a test file's groups in a random order unless the file sets
+    `group_eval_order` (and a group it leaves out ties with the first one named): an
+    alert evaluated before the records it reads becomes active one evaluation late, so a
+    check at its `for` exactly would pass or fail by that draw."""
+    groups = yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))["groups"]
+    order = [group["name"] for group in groups]
+    assert all("record" in rule for rule in groups[0]["rules"]), "the first group is the records"
+    assert not any("record" in rule for group in groups[1:] for rule in group["rules"]), "records are in one group"
+    for path in [*RULE_TESTS, *sorted((ALERTS_DIR / "tests" / "other_config").glob("*.test.yml"))]:
+        assert yaml.safe_load(path.read_text(encoding="utf-8")).get("group_eval_order") == order, path.name
+
+
 def test_alert_names_are_unique() -> None:
     assert len(ALERT_IDS) == len(set(ALERT_IDS))
 
