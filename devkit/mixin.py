@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,57 @@ def rule_groups(rendering: Rendering) -> list[dict[str, Any]]:
         {"name": group["name"], "rules": [_rule(rule) for rule in group["rules"]]}
         for group in (*rendering.rules["groups"], *rendering.alerts["groups"])
     ]
+
+
+def rule_name(rule: Mapping[str, Any]) -> str:
+    """A rule's alert or record name (a record's several rules share it)."""
+    return str(rule.get("alert") or rule["record"])
+
+
+def naming(names: Iterable[str]) -> re.Pattern[str]:
+    """Any of `names` as a whole name in PromQL: not a part of a longer metric or record
+    name (`a:b` is not named by `a:b_c`), an alert's in `ALERTS{alertname="..."}` too."""
+    return re.compile(r"(?<![\w:])(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")(?![\w:])")
+
+
+def reads(rendering: Rendering) -> dict[str, set[str]]:
+    """Each rule's name, with the names of the other rules its expression reads: a
+    record, or an alert through `ALERTS`."""
+    rules = [(rule_name(rule), _code(str(rule["expr"]))) for group in rule_groups(rendering) for rule in group["rules"]]
+    named = naming(name for name, _ in rules)
+    read: dict[str, set[str]] = {}
+    for name, expr in rules:
+        read.setdefault(name, set()).update(set(named.findall(expr)) - {name})
+    return read
+
+
+# A PromQL string (quoted, with its escapes), or a comment: `#` outside a string, to the line's end.
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`|#[^\n]*')
+
+
+def _code(expr: str) -> str:
+    """`expr` without its comments (which name rules they do not read)."""
+    return _STRING_OR_COMMENT.sub(lambda match: "" if match.group().startswith("#") else match.group(), expr)
+
+
+def reached(names: Iterable[str], edges: Mapping[str, Iterable[str]]) -> set[str]:
+    """`names` and every name reached from them along `edges`, transitively."""
+    found = set(names)
+    frontier = list(found)
+    while frontier:
+        step = set(edges.get(frontier.pop(), ())) - found
+        found |= step
+        frontier += step
+    return found
+
+
+def readers(read: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    """`reads` turned around: each name, with the rules reading it."""
+    turned: dict[str, set[str]] = {}
+    for reader, names in read.items():
+        for name in names:
+            turned.setdefault(name, set()).add(reader)
+    return turned
 
 
 def _yaml(document: Mapping[str, Any]) -> str:

@@ -129,27 +129,20 @@ def by_name(rendering: mixin.Rendering) -> dict[str, str]:
     rules: dict[str, list[str]] = {}
     for group in mixin.rule_groups(rendering):
         for rule in group["rules"]:
-            rules.setdefault(str(rule.get("alert") or rule["record"]), []).append(json.dumps(rule, sort_keys=True))
+            rules.setdefault(mixin.rule_name(rule), []).append(json.dumps(rule, sort_keys=True))
     return {name: "\n".join(texts) for name, texts in rules.items()}
 
 
-def affected(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[set[str], bool]:
-    """The rules a mutant changed, with every rule that reads a changed record (transitively);
-    and whether it changed only annotations."""
+def affected(before: Mapping[str, str], rendering: mixin.Rendering) -> tuple[set[str], bool]:
+    """The rules of `rendering` changed from `before` (`by_name` of another render), with
+    every rule reading one (transitively); and whether it changed only annotations."""
+    after = by_name(rendering)
     changed = {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
     only_text = all(
         name in before and name in after and _without_annotations(before[name]) == _without_annotations(after[name])
         for name in changed
     )
-    while True:
-        records = [re.escape(name) for name in changed if ":" in name]
-        if not records:
-            return changed, only_text
-        read = re.compile(r"\b(?:" + "|".join(records) + r")\b")
-        readers = {name for name, text in after.items() if read.search(text)} - changed
-        if not readers:
-            return changed, only_text
-        changed |= readers
+    return mixin.reached(changed, mixin.readers(mixin.reads(rendering))), only_text
 
 
 def _without_annotations(text: str) -> list[dict[str, Any]]:
@@ -189,7 +182,7 @@ def judge(
             rendering = mixin.evaluate_rules(variant.config, work)
         except mixin.MixinError as error:
             return Outcome(mutant, "refused", error.detail)
-        names, only_text = affected(baselines[variant.name], by_name(rendering))
+        names, only_text = affected(baselines[variant.name], rendering)
         if not names:
             continue
         changed = True

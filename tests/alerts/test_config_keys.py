@@ -210,14 +210,10 @@ def test_a_config_the_rules_cannot_keep_is_refused(config: dict[str, str], refus
         mixin.evaluate(config)
 
 
-def naming(names: set[str]) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w:])(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")(?![\w:])")
-
-
 def cut_tests(text: str, names: set[str]) -> dict[str, Any]:
     """A promtool test file cut to its checks of `names`: the alerts named, the
     expressions naming one (their groups' input series kept whole)."""
-    named = naming(names)
+    named = mixin.naming(names)
     document = yaml.safe_load(text)
     groups = []
     for group in document["tests"]:
@@ -232,20 +228,11 @@ def cut_rules(rendering: mixin.Rendering, names: set[str], exprs: list[str]) -> 
     """The render's rules cut to `names` and every rule they or `exprs` read (a record, or
     an alert through ALERTS), transitively: promtool then evaluates a few rules, not all of
     them, at every step."""
-    rules = {
-        str(rule.get("alert") or rule["record"]): rule
-        for group in mixin.rule_groups(rendering)
-        for rule in group["rules"]
-    }
-    kept = set(names)
-    reading = [*exprs, *(str(rules[name]["expr"]) for name in kept)]
-    while reading:
-        expr = reading.pop()
-        read = {name for name in set(rules) - kept if naming({name}).search(expr)}
-        kept |= read
-        reading += [str(rules[name]["expr"]) for name in read]
+    read = mixin.reads(rendering)
+    named = mixin.naming(read)
+    kept = mixin.reached({*names, *(name for expr in exprs for name in named.findall(expr))}, read)
     groups = [
-        {**group, "rules": [rule for rule in group["rules"] if str(rule.get("alert") or rule["record"]) in kept]}
+        {**group, "rules": [rule for rule in group["rules"] if mixin.rule_name(rule) in kept]}
         for group in mixin.rule_groups(rendering)
     ]
     return {"groups": [group for group in groups if group["rules"]]}
@@ -284,7 +271,7 @@ def test_each_key_alone_fails_a_promtool_test_of_the_rules_it_changes(
     changes, which pass on the default rules, fail on these (a key no test observes
     would pass). Only those checks run, on those rules and the records they read."""
     rendering = mixin.evaluate_rules({key: ALONE[key]}, mixin.MIXIN_DIR)
-    changed, _ = affected(by_name(default_rendering), by_name(rendering))
+    changed, _ = affected(by_name(default_rendering), rendering)
     if key in DASHBOARD_KEYS:
         assert not changed, f"{key} is the dashboard's, yet changes rules: {sorted(changed)}"
         return
