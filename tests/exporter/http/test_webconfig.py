@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from exporter.errors import ConfigError
-from exporter.http.webconfig import load_web_config
+from exporter.http.webconfig import RateLimit, load_web_config
 from tests.pki import write_pki
 
 # A fixed salt: test ids below hold the hash, and parallel workers must collect the same ids.
@@ -134,6 +134,7 @@ def test_a_bcrypt_hash_with_an_impossible_cost_is_refused(tmp_path: Path, cost: 
 
 TLS = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
 HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
+BURST_PROBLEM = "rate_limit.burst is not a whole number from 0 to 1000000"
 
 
 @pytest.mark.parametrize(
@@ -197,6 +198,27 @@ HEADERS_PROBLEM = "http_server_config.headers must map header names to strings"
             " X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, Content-Security-Policy)",
         ),
         (
+            TLS + "  client_allowed_sans: [prometheus@example.org]\n",
+            "client_allowed_sans needs client_auth_type RequireAndVerifyClientCert (else no SAN to match)",
+        ),
+        (
+            "rate_limit:\n  interval: soon\n  burst: 1\n",
+            "rate_limit.interval is not a duration (1s, 250ms, 1m30s; 0 disables)",
+        ),
+        ("rate_limit:\n  interval: 1s\n  burst: ten\n", BURST_PROBLEM),
+        ("rate_limit:\n  interval: 1s\n  burst: 1000001\n", BURST_PROBLEM),
+        (
+            "rate_limit:\n  interval: 1s\n",  # no burst: 0
+            "rate_limit.burst 0 with an interval refuses every request: give a burst of 1 or more",
+        ),
+        # A password written as an alias: its user is named by its place, and the
+        # way to it by the format's own keys only.
+        (
+            "basic_auth_users:\n  alice: *hunter\n",
+            "{path}: refused (line 2, column 10, at basic_auth_users > entry 1):"
+            " aliases (*name) are not accepted: write the value out",
+        ),
+        (
             "http_server_config:\n  headers:\n    Strict-Transport-Security: ''\n",
             "http_server_config.headers: the value of Strict-Transport-Security is not a header value"
             " (visible ASCII, spaces inside; no line break or control character)",
@@ -208,6 +230,44 @@ def test_each_problem_names_its_field(certs: Path, text: str, problem: str) -> N
     with pytest.raises(ConfigError) as raised:
         load_web_config(path)
     assert raised.value.problem == problem.format(path=path, certs=certs.resolve())
+
+
+def test_client_ca_file_and_client_ca_inline_are_exclusive(certs: Path) -> None:
+    inline = "".join(f"    {line}\n" for line in (certs / "ca.crt").read_text().splitlines())
+    with pytest.raises(ConfigError) as raised:
+        load_web_config(write(certs, TLS + "  client_ca_file: ca.crt\n  client_ca: |\n" + inline))
+    assert raised.value.problem == "client_ca_file and client_ca (inline) are exclusive: give one"
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_bytes(b"basic_auth_users:\n  alice: \xff\n")
+    with pytest.raises(ConfigError) as raised:
+        load_web_config(str(path))
+    assert raised.value.problem == f"{path}: not UTF-8 text"
+
+
+def test_a_burst_up_to_a_million_is_kept_and_a_burst_alone_limits_nothing(tmp_path: Path) -> None:
+    config = load_web_config(write(tmp_path, "rate_limit:\n  interval: 2s\n  burst: 1000000\n"))
+    assert config.rate_limit == RateLimit(2.0, 1_000_000)
+    assert load_web_config(write(tmp_path, "rate_limit:\n  burst: 5\n")).rate_limit is None  # no interval: 0
+
+
+def test_a_whole_number_header_value_is_its_text(tmp_path: Path) -> None:
+    config = load_web_config(write(tmp_path, "http_server_config:\n  headers:\n    X-XSS-Protection: 1\n"))
+    assert config.headers == {"X-XSS-Protection": "1"}
+
+
+def test_the_defaults_of_a_tls_context_are_kept(certs: Path) -> None:
+    """No max_version: the highest this OpenSSL speaks; the server's cipher order preferred,
+    on top of the protocol's default options (no compression, no renegotiation...)."""
+    config = load_web_config(write(certs, TLS))
+    assert config.tls is not None
+    assert config.tls.max_version == ssl.TLSVersion.MAXIMUM_SUPPORTED
+    defaults = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).options
+    options = config.tls.context().options
+    assert options & defaults == defaults
+    assert options & ssl.OP_CIPHER_SERVER_PREFERENCE
 
 
 def test_versions_and_the_ca_file_are_kept(certs: Path) -> None:
