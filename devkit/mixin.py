@@ -157,6 +157,14 @@ def evaluate_rules(config: Mapping[str, Any] | None, directory: Path) -> Renderi
     return Rendering(document["rules"], document["alerts"], {}, {})
 
 
+def evaluate_alertmanager(config: Mapping[str, Any] | None, directory: Path) -> dict[str, Any]:
+    """Only the Alertmanager configuration, of the mixin in `directory` and not cached."""
+    configuration: dict[str, Any] = _jsonnet(_program("alertmanager: $.alertmanagerConfig"), config, directory)[
+        "alertmanager"
+    ]
+    return configuration
+
+
 def default_config() -> dict[str, Any]:
     """The mixin's `_config` with its defaults."""
     config: dict[str, Any] = _jsonnet('(import "mixin.libsonnet")._config')

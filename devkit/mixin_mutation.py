@@ -1,5 +1,6 @@
-"""Mutation testing of the monitoring mixin's rules and alerts (mixin/*.libsonnet,
-not the dashboard), against the promtool tests of each render (devkit/mixin_variants.py).
+"""Mutation testing of the monitoring mixin's rules, alerts and Alertmanager example
+(mixin/*.libsonnet, not the dashboard), against the promtool tests of each render
+(devkit/mixin_variants.py) and the checks of the Alertmanager render.
 
     python -m devkit.mixin_mutation --list                 # the mutants, by kind
     nice -n 5 python -m devkit.mixin_mutation --sample 60  # every config mutant, 60 others drawn
@@ -11,7 +12,9 @@ variant is `unchanged` (equivalent: the files users load are the same); one the
 mixin refuses to render (its own asserts) is killed by the render. Otherwise the
 test files of each variant that name a rule it changed (or a rule reading a
 changed record, transitively) run in one promtool run per variant: the mutant is
-killed when one fails, survives when all pass. `text` marks a mutant that
+killed when one fails, survives when all pass. A mutant that changes a render's
+Alertmanager configuration is judged by tests/alerts/test_alertmanager.py (its
+routes and inhibitions, on the default render). `text` marks a mutant that
 changed only annotations (the words of an alert, not when it fires).
 
 Kinds: `config` (every reference to one `_config` key replaced by its default
@@ -19,7 +22,11 @@ value: killed only by a variant that sets the key), `compare` (a comparison
 made strict or loose, == and != swapped), `setop` (and/unless swapped, or made
 and), `aggregate` (max and min swapped, topk and bottomk), `grouping` (one label
 dropped from a by/without/on/ignoring list), `number` (an integer plus one),
-`duration` (a duration's count plus one).
+`duration` (a duration's count plus one); in alertmanager.libsonnet only,
+`matcher` (a label matcher's `=`/`!=` or `=~`/`!~` swapped), `alternative` (one
+alternative dropped from a regex matcher), `item` (one item dropped from a list:
+a matcher, a label of `equal` or `group_by`), `operand` (the selector's
+matchers, `+ own`, or its labels, `keys +`, dropped from a list).
 
 Not mutmut (devkit/mutation.py): mutmut mutates Python functions, and a
 mutant here is judged by promtool on a render, not by pytest.
@@ -44,7 +51,8 @@ from typing import Any
 from devkit import mixin
 from devkit.mixin_variants import Variant, promtool_on, variants
 
-MUTATED = ("lib.libsonnet", "rules.libsonnet", "alerts.libsonnet", "config.libsonnet")
+ALERTMANAGER = "alertmanager.libsonnet"
+MUTATED = ("lib.libsonnet", "rules.libsonnet", "alerts.libsonnet", ALERTMANAGER, "config.libsonnet")
 COMMENT = re.compile(r"^\s*//")
 COMPARISONS = {">": ">=", ">=": ">", "<": "<=", "<=": "<", "==": "!=", "!=": "=="}
 PATTERNS: dict[str, tuple[re.Pattern[str], Any]] = {
@@ -64,6 +72,13 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Any]] = {
 SURVIVED = re.compile(r"^survived: (.+)$", re.MULTILINE)
 GROUPING = re.compile(r"\b(by|without|on|ignoring) \(([^()]+)\)")
 CONFIG_REFERENCE = r"\b(?:c|config|_config|\$\._config)\.{key}\b"
+# alertmanager.libsonnet: the operator of a matcher in a string ('severity="critical"'),
+# a regex matcher's value, a one-line list (not a comprehension), the selector's parts.
+MATCHER_OPERATOR = re.compile(r"(?<=[a-z_])(=~|!~|!=|=)(?=\")")
+MATCHER_OPERATORS = {"=": "!=", "!=": "=", "=~": "!~", "!~": "=~"}
+REGEX_VALUE = re.compile(r"(?<=~\")([^\"]+)(?=\")")
+ONE_LINE_LIST = re.compile(r"\[([^\[\]{}\n]+)\]")
+OPERAND = re.compile(r" \+ own\b|\bkeys \+ ")
 
 
 @dataclass(frozen=True)
@@ -93,10 +108,12 @@ def mutants(directory: Path, defaults: Mapping[str, Any]) -> Iterator[Mutant]:
     for file in MUTATED:
         text = (directory / file).read_text(encoding="utf-8")
         edits: list[tuple[str, int, int, str]] = []
-        for kind, (pattern, replace) in PATTERNS.items():
+        if file == ALERTMANAGER:
+            edits = _alertmanager_edits(text)
+        for kind, (pattern, replace) in PATTERNS.items() if file != ALERTMANAGER else ():
             if (kind == "duration") == (file == "config.libsonnet"):
                 edits += [(kind, m.start(1), m.end(1), replace(m)) for m in pattern.finditer(text)]
-        if file != "config.libsonnet":
+        if file not in ("config.libsonnet", ALERTMANAGER):
             for match in GROUPING.finditer(text):
                 labels = [label.strip() for label in match.group(2).split(",")]
                 if "%s" in labels:
@@ -111,6 +128,25 @@ def mutants(directory: Path, defaults: Mapping[str, Any]) -> Iterator[Mutant]:
         pattern = re.compile(CONFIG_REFERENCE.format(key=re.escape(key)))
         if any(pattern.search((directory / file).read_text(encoding="utf-8")) for file in MUTATED[:-1]):
             yield Mutant("config", "*", 0, 0, 0, f"c.{key}", json.dumps(default), key)
+
+
+def _alertmanager_edits(text: str) -> list[tuple[str, int, int, str]]:
+    """The matchers, lists and selector parts of alertmanager.libsonnet, each changed once."""
+    edits = [("matcher", m.start(), m.end(), MATCHER_OPERATORS[m.group()]) for m in MATCHER_OPERATOR.finditer(text)]
+    for match in REGEX_VALUE.finditer(text):
+        alternatives = match.group().split("|")
+        for dropped in range(len(alternatives) if len(alternatives) > 1 else 0):
+            kept = "|".join(a for i, a in enumerate(alternatives) if i != dropped)
+            edits.append(("alternative", match.start(), match.end(), kept))
+    for match in ONE_LINE_LIST.finditer(text):
+        if " for " in match.group(1):
+            continue  # a comprehension, not a list of items
+        items = [item.strip() for item in match.group(1).split(",")]
+        for dropped in range(len(items)):
+            kept = ", ".join(item for i, item in enumerate(items) if i != dropped)
+            edits.append(("item", match.start(1), match.end(1), kept))
+    edits += [("operand", m.start(), m.end(), "") for m in OPERAND.finditer(text)]
+    return edits
 
 
 def apply(directory: Path, mutant: Mutant, originals: Mapping[str, str]) -> None:
@@ -157,11 +193,25 @@ class Outcome:
     text_only: bool = False
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """One variant's render of the unmutated mixin: its rules by name, its Alertmanager configuration."""
+
+    rules: dict[str, str]
+    alertmanager: dict[str, Any]
+
+
+def baseline(variant: Variant, work: Path) -> Baseline:
+    return Baseline(
+        by_name(mixin.evaluate_rules(variant.config, work)), mixin.evaluate_alertmanager(variant.config, work)
+    )
+
+
 def judge(
     mutant: Mutant,
     work: Path,
     originals: Mapping[str, str],
-    baselines: Mapping[str, dict[str, str]],
+    baselines: Mapping[str, Baseline],
     checks_only: bool = False,
 ) -> Outcome:
     """Renders the mutant for each variant and runs the test files that name what it changed
@@ -175,14 +225,16 @@ def judge(
     if mutant.key is not None and not any(mutant.key in variant.config for variant in variants()):
         failure = _render_check_failure(work)
         return Outcome(mutant, "killed" if failure else "survived", f"no promtool render sets it; {failure}")
-    for variant in sorted(variants(), key=lambda variant: len(variant.tests)):  # the fewest files first
+    # alertmanager.libsonnet is read by the Alertmanager render alone: no rule to render.
+    rendered = variants() if mutant.file != ALERTMANAGER else ()
+    for variant in sorted(rendered, key=lambda variant: len(variant.tests)):  # the fewest files first
         if mutant.key is not None and mutant.key not in variant.config:
             continue  # the key at its default: this render is the unmutated one
         try:
             rendering = mixin.evaluate_rules(variant.config, work)
         except mixin.MixinError as error:
             return Outcome(mutant, "refused", error.detail)
-        names, only_text = affected(baselines[variant.name], rendering)
+        names, only_text = affected(baselines[variant.name].rules, rendering)
         if not names:
             continue
         changed = True
@@ -192,9 +244,18 @@ def judge(
         for path in sorted((path for path, count in named.items() if count), key=lambda path: -named[path]):
             if failure := _promtool_failure(rendering, [path], variant):
                 return Outcome(mutant, "killed", f"{variant.name} {path.name}: {failure}", text_only)
-    if failure := _render_check_failure(work):  # unchanged rules too: an assert, the dashboard
-        return Outcome(mutant, "killed", f"render checks: {failure}", changed and text_only)
-    return Outcome(mutant, "survived" if changed else "unchanged", "", changed and text_only)
+    routing = [
+        variant.name
+        for variant in variants()
+        if mixin.evaluate_alertmanager(variant.config, work) != baselines[variant.name].alertmanager
+    ]
+    checks = (RENDER_CHECKS if rendered else ()) + (ALERTMANAGER_CHECKS if routing else ())
+    if failure := _render_check_failure(work, checks):  # unchanged rules too: an assert, the dashboard
+        return Outcome(mutant, "killed", f"render checks: {failure}", changed and text_only and not routing)
+    changed = changed or bool(routing)
+    text_only = changed and text_only and not routing
+    detail = f"the Alertmanager configuration of {', '.join(routing)} changed" if routing else ""
+    return Outcome(mutant, "survived" if changed else "unchanged", detail, text_only)
 
 
 # The tests that check renders in process (every _config key reaches its alerts, the
@@ -206,11 +267,17 @@ RENDER_CHECKS = (
 )
 
 
-def _render_check_failure(work: Path) -> str:
-    """The first render check failing on the mixin in `work`, or ""."""
+# The routes and inhibitions of the Alertmanager render, run when a mutant changed it.
+ALERTMANAGER_CHECKS = ("tests/alerts/test_alertmanager.py",)
+
+
+def _render_check_failure(work: Path, checks: tuple[str, ...] = RENDER_CHECKS) -> str:
+    """The first of `checks` failing on the mixin in `work`, or ""."""
+    if not checks:
+        return ""  # pytest would run every test it finds
     # Not the slow tier's promtool runs in those files (each key's own render): seconds, not minutes, a mutant.
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "-x", "-m", "not slow"]
-    command += RENDER_CHECKS
+    command += checks
     environment = {**os.environ, mixin.MIXIN_DIR_VARIABLE: str(work)}
     result = subprocess.run(
         command, cwd=mixin.REPO_ROOT, env=environment, capture_output=True, text=True, timeout=900, check=False
@@ -273,7 +340,7 @@ def main(argv: list[str]) -> int:
         work = Path(temporary) / "mixin"
         shutil.copytree(mixin.MIXIN_DIR, work)
         originals = {file: (work / file).read_text(encoding="utf-8") for file in MUTATED}
-        baselines = {v.name: by_name(mixin.evaluate_rules(v.config, work)) for v in variants()}
+        baselines = {variant.name: baseline(variant, work) for variant in variants()}
         outcomes = []
         for number, mutant in enumerate(chosen, 1):
             outcome = judge(mutant, work, originals, baselines, args.checks_only)
