@@ -143,8 +143,12 @@ def servers_header(docker_needed: bool = True) -> list[str]:
     return lines
 
 
+POSTGRES_HINT = "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR."
+REDIS_HINT = "Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER."
+
+
 def _fail(exc: ServerUnavailable, hint: str) -> NoReturn:
-    pytest.fail(f"{exc}. {hint}", pytrace=False)
+    pytest.fail(f"{exc}. {hint}" if hint else str(exc), pytrace=False)
 
 
 class _Removable(Protocol):
@@ -155,8 +159,8 @@ Server = TypeVar("Server", bound=_Removable)
 
 
 @contextmanager
-def _serving(start: Callable[[], Server], hint: str) -> Iterator[Server]:
-    """A started server, removed afterwards; the test fails with `hint` if it cannot start."""
+def serving(start: Callable[[], Server], hint: str = "") -> Iterator[Server]:
+    """A started server, removed afterwards; the test fails (never skips) with `hint` if it cannot start."""
     try:
         server = start()
     except ServerUnavailable as exc:
@@ -199,7 +203,7 @@ def postgres_server() -> AbstractContextManager[PostgresServer]:
             return start_container_postgres()
         return start_postgres(directory=memory_directory())
 
-    return _serving(start, "Install PostgreSQL 15 (apt-get install postgresql) or set PG_BINDIR.")
+    return serving(start, POSTGRES_HINT)
 
 
 def redis_server() -> AbstractContextManager[RedisServer]:
@@ -210,4 +214,4 @@ def redis_server() -> AbstractContextManager[RedisServer]:
             return start_container_redis()
         return start_redis()
 
-    return _serving(start, "Install Redis 7 (apt-get install redis-server) or set REDIS_SERVER.")
+    return serving(start, REDIS_HINT)

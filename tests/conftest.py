@@ -7,14 +7,15 @@ import pytest
 
 from devkit.docker_engine import DockerEngine, EngineUnavailable, session_engine
 from devkit.servers import (
+    POSTGRES_HINT,
     LocalPostgres,
     PostgresServer,
     RedisServer,
-    ServerUnavailable,
     in_containers,
     postgres_server,
     redis_server,
     servers_header,
+    serving,
     start_postgres,
 )
 from tests import hypotheses  # noqa: F401 -- loads the hypothesis profile of this run
@@ -119,24 +120,15 @@ def redis() -> Iterator[RedisServer]:
 @pytest.fixture
 def primary_pg() -> Iterator[LocalPostgres]:
     """A local PostgreSQL of this test's own, to make hot standbys of (devkit/standby.py)."""
-    try:
-        server = start_postgres()
-    except ServerUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
+    with serving(start_postgres, POSTGRES_HINT) as server:
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture
 def statements_pg() -> Iterator[LocalPostgres]:
     """A PostgreSQL of its own that counts every statement (pg_stat_statements)."""
-    server = start_postgres({"shared_preload_libraries": "pg_stat_statements"})
-    try:
+    with serving(lambda: start_postgres({"shared_preload_libraries": "pg_stat_statements"}), POSTGRES_HINT) as server:
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from devkit.redis_cluster import LocalCluster, start_cluster
-from devkit.servers import LocalRedis, ServerUnavailable, free_port, start_redis
+from devkit.servers import REDIS_HINT, LocalRedis, free_port, serving, start_redis
 from exporter.reasons import Reason
 from exporter.signals.base import Source
 from exporter.tools.hints import hint
@@ -29,12 +29,8 @@ PREFIX = "ACL SETUSER orpycamcp_exporter on >PASSWORD "
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    try:
-        started = start_cluster(masters=3)
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
-    yield started
-    started.remove()
+    with serving(lambda: start_cluster(masters=3), REDIS_HINT) as started:
+        yield started
 
 
 @pytest.fixture

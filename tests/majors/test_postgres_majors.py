@@ -21,7 +21,7 @@ import pytest
 
 from devkit.backlogs import example_backlogs
 from devkit.postgres_majors import MAJORS, start_major
-from devkit.servers import LocalPostgres, ServerUnavailable
+from devkit.servers import LocalPostgres, serving
 from devkit.standby import caught_up, start_copied_standby
 from exporter.sources.postgres.batches import tenant_batches
 from exporter.tools.demo import EXPORTER_ROLE
@@ -151,15 +151,9 @@ async def seed(server: LocalPostgres) -> tuple[Platform, datetime]:
 def major(request: pytest.FixtureRequest) -> Iterator[Major]:
     """One server of the major for the module's tests, seeded once."""
     settings = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on"}
-    try:
-        server = start_major(request.param, settings)
-    except ServerUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
+    with serving(lambda: start_major(request.param, settings)) as server:
         platform, written = asyncio.run(seed(server))
         yield Major(request.param, server, platform, written)
-    finally:
-        server.remove()
 
 
 async def refreshed(url: str, refreshes: int = 1, signals: str = SIGNALS, **options: str) -> Page:

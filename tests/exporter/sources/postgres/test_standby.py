@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import asyncpg
 import pytest
 
-from devkit.servers import LocalPostgres, ServerUnavailable, start_postgres
+from devkit.servers import POSTGRES_HINT, LocalPostgres, serving, start_postgres
 from devkit.standby import caught_up, start_standby
 from exporter.reasons import Reason
 from exporter.sources.postgres.connect import connect
@@ -62,11 +62,7 @@ class Pair:
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[Pair]:
-    try:
-        primary = start_postgres()
-    except ServerUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
+    with serving(start_postgres, POSTGRES_HINT) as primary:
 
         async def seed() -> Platform:
             platform = await create_platform(primary)
@@ -79,18 +75,10 @@ def pair() -> Iterator[Pair]:
             return platform
 
         platform = asyncio.run(seed())
-        try:
-            standby = start_standby(primary)
-        except ServerUnavailable as exc:
-            pytest.fail(str(exc), pytrace=False)
-        try:
+        with serving(lambda: start_standby(primary), POSTGRES_HINT) as standby:
             ready = Pair(primary, standby, platform)
             asyncio.run(ready.replicated())
             yield ready
-        finally:
-            standby.remove()
-    finally:
-        primary.remove()
 
 
 def quote_literal(text: str) -> str:

@@ -17,7 +17,7 @@ from redis.backoff import NoBackoff
 
 from devkit.redis_cluster import LocalCluster, start_cluster
 from devkit.round_trips import RoundTripProxy
-from devkit.servers import ServerUnavailable
+from devkit.servers import REDIS_HINT, serving
 from exporter.measure import measure
 from exporter.outcomes import Outcome
 from exporter.reasons import Reason
@@ -39,15 +39,9 @@ BASE_MS = 1_764_600_000_000  # entry IDs the test chooses: their times are known
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    try:
-        running = start_cluster(masters=3)
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server redis-tools).", pytrace=False)
-    try:
+    with serving(lambda: start_cluster(masters=3), REDIS_HINT) as running:
         seed(running)
         yield running
-    finally:
-        running.remove()
 
 
 def owner_client(cluster: LocalCluster, key: str) -> redis.Redis:

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from devkit.redis_cluster import ReplicaPair, start_redis_with, start_replica_pair
-from devkit.servers import ServerUnavailable, free_port
+from devkit.servers import REDIS_HINT, free_port, serving
 from devkit.streams import create_stream_groups_at
 from exporter.errors import ReplicaStale
 from exporter.reasons import Reason
@@ -33,14 +33,8 @@ STREAM = DEADLETTER_STREAMS[0]
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[ReplicaPair]:
-    try:
-        started = start_replica_pair()
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
-    try:
+    with serving(start_replica_pair, REDIS_HINT) as started:
         yield started
-    finally:
-        started.remove()
 
 
 def url(port: int) -> str:

@@ -21,7 +21,7 @@ from devkit.redis_sentinel import (
     sentinel_config,
     start_sentinel_deployment,
 )
-from devkit.servers import ServerUnavailable, free_port
+from devkit.servers import REDIS_HINT, free_port, serving
 from exporter.sources.redis import errors
 from exporter.tools.throwaway import redis_binary
 from tests.redis_streams import streams_source
@@ -33,26 +33,17 @@ PASSWORD = "data-Pw7"
 SENTINEL_PASSWORD = "watch-Pw9"
 
 
-def _started(sentinels: int) -> SentinelDeployment:
-    try:
-        return start_sentinel_deployment(PASSWORD, SENTINEL_PASSWORD, sentinels=sentinels)
-    except ServerUnavailable as exc:
-        pytest.fail(f"{exc}. Install Redis 7 (apt-get install redis-server).", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def deployment() -> Iterator[SentinelDeployment]:
-    started = _started(3)
-    yield started
-    started.remove()
+    with serving(lambda: start_sentinel_deployment(PASSWORD, SENTINEL_PASSWORD, sentinels=3), REDIS_HINT) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
 def impostor() -> Iterator[SentinelDeployment]:
     """Another master with a sentinel of its own, monitoring it under the same service name."""
-    started = _started(1)
-    yield started
-    started.remove()
+    with serving(lambda: start_sentinel_deployment(PASSWORD, SENTINEL_PASSWORD, sentinels=1), REDIS_HINT) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
