@@ -75,6 +75,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "exporter/signals/streams.py": (
         "tests/exporter/signals/test_streams.py",
         "tests/exporter/signals/test_streams_lag.py",
+        "tests/exporter/signals/test_stream_deliveries.py",
+        "tests/exporter/signals/test_stream_signals.py",
         "tests/exporter/signals/test_declared_streams.py",
         "tests/exporter/test_declared_streams.py",
     ),

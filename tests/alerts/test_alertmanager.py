@@ -195,6 +195,9 @@ def test_routing_by_severity() -> None:
     )
     for labels in fired_labels().values():
         assert route_receiver(root, {**labels, "job": "another-exporter"}) == "default", labels["alertname"]
+    # No alert is `info` today (tests/alerts/test_rules.py allows it): one would reach its own receiver.
+    for labels in fired_labels().values():
+        assert route_receiver(root, {**labels, "severity": "info"}) == "orpycamcp-info", labels["alertname"]
 
 
 def test_grouping() -> None:
@@ -272,6 +275,8 @@ def test_a_vanished_database_holds_its_own_value_alerts_only() -> None:
             assert not inhibited({**target, IDENTITY_LABEL: "2/1"}, by={**vanished, "job": "another-exporter"})
         else:
             assert not inhibited(target, by=vanished), target["alertname"]
+            if role_of(target) != "value":  # the same database's other alerts are not held
+                assert not inhibited({**target, IDENTITY_LABEL: "2/1"}, by=vanished), target["alertname"]
     assert held > 10
 
 
@@ -297,6 +302,19 @@ def test_unmeasured_inhibits_its_own_database_only() -> None:
     target = {**value, "orpycamcp_cluster": "k8s", "signal": source["signal"]}
     assert inhibited({**target, "database_identity": "1/1"}, by=source)
     assert not inhibited({**target, "database_identity": "2/1"}, by=source)
+
+
+def test_unmeasured_without_an_identity_inhibits_its_own_cluster_label_only() -> None:
+    """Targets that never reported an identity: one cluster's unmeasured signal never
+    hides another cluster's value alerts."""
+    alerts = fired_labels()
+    source = {**alerts["OrpycamcpSignalUnmeasured"], CLUSTER: "a"}
+    source.pop(IDENTITY_LABEL, None)
+    for value in (t for t in alerts.values() if role_of(t) == "value"):
+        target = {**value, "signal": source["signal"], CLUSTER: "a"}
+        target.pop(IDENTITY_LABEL, None)
+        assert inhibited(target, by=source), value["alertname"]
+        assert not inhibited({**target, CLUSTER: "b"}, by=source), value["alertname"]
 
 
 def test_receivers_are_local_placeholders() -> None:
