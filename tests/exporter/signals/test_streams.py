@@ -42,6 +42,7 @@ UNKNOWN_GROUPS = "orpycamcp_stream_undelivered_unknown_groups"
 CONSUMERS = "orpycamcp_stream_consumers"
 CONSUMER_IDLE = "orpycamcp_stream_consumer_idle_seconds"
 DL_OLDEST = "orpycamcp_deadletter_stream_oldest_entry_timestamp_seconds"
+DL_ENTRY_101 = "orpycamcp_deadletter_stream_entry_101_timestamp_seconds"
 POSTGRES_SIGNALS = ("dlq", "preservation", "audit_chain")
 
 
@@ -756,6 +757,15 @@ async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tu
         samples_of(reading(**replace))
 
 
+async def test_the_entry_past_the_first_node_is_read_from_101_entries_and_not_from_100() -> None:
+    """XRANGE ... COUNT 101: the 101st entry's time (its ID's milliseconds), none with 100 entries."""
+    entries = [(f"{1764600000000 + number}-0".encode(), {}) for number in range(101)]
+    samples = samples_of(reading(lengths=(101, 0, 0), first_entries=(entries, [], [])))
+    assert [(s.labels, s.value) for s in samples if s.family == DL_ENTRY_101] == [((DEAD,), 1764600000.1)]
+    hundred = samples_of(reading(lengths=(100, 0, 0), first_entries=(entries[:100], [], [])))
+    assert [s for s in hundred if s.family == DL_ENTRY_101] == []
+
+
 async def test_undelivered_and_consumers_parse_from_the_xinfo_replies() -> None:
     consumers = [
         {"name": b"\xff\xfe-dead", "pending": 3, "idle": 90_000, "inactive": 90_000},
@@ -827,8 +837,10 @@ def first_replaced(field: str, value: object, **also: tuple[object, ...]) -> dic
     """A reading's fields with the first reply of `field` replaced by `value`."""
     default = {
         "pending": ({"pending": 0, "min": None},) * len(STREAM_GROUPS),
+        "oldest_pending": ([],) * len(STREAM_GROUPS),
         "consumers": ([],) * len(STREAM_GROUPS),
         "groups": tuple(groups_reply(stream) for stream in SOURCE_STREAMS),
+        "stream_infos": tuple(stream_reply() for _ in SOURCE_STREAMS),
         "lengths": (0,) * len(DEADLETTER_STREAMS),
         "first_entries": ([],) * len(DEADLETTER_STREAMS),
     }
@@ -885,6 +897,33 @@ PAST_ID = b"18446744073709551616-0"  # a millisecond part one past 64 bits
             first_replaced("consumers", [{"idle": None}]),
             f"XINFO CONSUMERS {STREAM} {GROUP}",
             "count None is not a non-negative integer",
+        ),
+        (
+            first_replaced("oldest_pending", b"garbage"),
+            f"XPENDING {STREAM} {GROUP} - + 1",
+            "reply b'garbage' is not a list of pending entries",
+        ),
+        (
+            first_replaced("oldest_pending", [{"message_id": b"1-0"}]),
+            f"XPENDING {STREAM} {GROUP} - + 1",
+            "entry {'message_id': b'1-0'} is not a pending entry",
+        ),
+        (first_replaced("oldest_pending", [5]), f"XPENDING {STREAM} {GROUP} - + 1", "entry 5 is not a pending entry"),
+        (
+            first_replaced("oldest_pending", [{"message_id": PAST_ID, "times_delivered": 1}]),
+            f"XPENDING {STREAM} {GROUP} - + 1",
+            f"entry ID {PAST_ID!r} does not parse",
+        ),
+        (
+            first_replaced("oldest_pending", [{"message_id": b"1-0", "times_delivered": -1}]),
+            f"XPENDING {STREAM} {GROUP} - + 1",
+            "count -1 is not a non-negative integer",
+        ),
+        (first_replaced("stream_infos", "garbage"), f"XINFO STREAM {STREAM}", "reply 'garbage' is not a map of fields"),
+        (
+            first_replaced("first_entries", [(b"1-0", {}), *((b"2-0", {}),) * 99, b"junk"], lengths=(101, 0, 0)),
+            f"XRANGE {DEAD}",
+            "entry b'junk' is not an (ID, fields) pair",
         ),
         (first_replaced("lengths", True), f"XLEN {DEAD}", "count True is not a non-negative integer"),
         (
