@@ -164,6 +164,7 @@ def test_non_orpycamcp_alerts_are_never_inhibited() -> None:
         "severity": "critical",
     }
     assert not inhibited(foreign, by=alerts["OrpycamcpExporterDown"])
+    assert not inhibited(foreign, by=alerts["OrpycamcpExporterAbsent"])
     # A value alert is only inhibited by an unmeasured alert, its database's outage or its
     # database gone, not by another value alert.
     for source in alerts.values():
