@@ -12,11 +12,13 @@ from devkit.mutation import ROOT, TARGETS
 
 
 def mirrored_tests(module: str, root: Path = ROOT) -> list[str]:
-    """tests/<package path>/test_<name>.py and test_<name>_*.py of `module`."""
+    """tests/<package path>/test_<name>.py and test_<name>_*.py of `module`, its name
+    in the singular too (streams.py: test_stream_deliveries.py)."""
     path = Path(module)
     folder = root / "tests" / path.parent
-    found = [*folder.glob(f"test_{path.stem}.py"), *folder.glob(f"test_{path.stem}_*.py")]
-    return sorted(found_path.relative_to(root).as_posix() for found_path in found)
+    patterns = {f"test_{name}{tail}" for name in (path.stem, path.stem.removesuffix("s")) for tail in (".py", "_*.py")}
+    found = {file for pattern in patterns for file in folder.glob(pattern)}
+    return sorted(file.relative_to(root).as_posix() for file in found)
 
 
 @pytest.mark.parametrize("module", sorted(TARGETS))
@@ -39,4 +41,15 @@ def test_a_later_test_file_of_the_module_is_found(tmp_path: Path) -> None:
     assert mirrored_tests("exporter/signals/backlog.py", tmp_path) == [
         "tests/exporter/signals/test_backlog.py",
         "tests/exporter/signals/test_backlog_catch_all.py",
+    ]
+
+
+def test_a_test_file_named_in_the_singular_is_found(tmp_path: Path) -> None:
+    folder = tmp_path / "tests" / "exporter" / "signals"
+    folder.mkdir(parents=True)
+    for name in ("test_streams.py", "test_stream_deliveries.py", "test_streamline.py"):
+        (folder / name).write_text("")
+    assert mirrored_tests("exporter/signals/streams.py", tmp_path) == [
+        "tests/exporter/signals/test_stream_deliveries.py",
+        "tests/exporter/signals/test_streams.py",
     ]

@@ -759,7 +759,7 @@ async def test_a_malformed_reading_is_a_contract_violation(replace: dict[str, tu
 
 async def test_the_entry_past_the_first_node_is_read_from_101_entries_and_not_from_100() -> None:
     """XRANGE ... COUNT 101: the 101st entry's time (its ID's milliseconds), none with 100 entries."""
-    entries = [(f"{1764600000000 + number}-0".encode(), {}) for number in range(101)]
+    entries: list[tuple[bytes, dict[str, str]]] = [(f"{1764600000000 + n}-0".encode(), {}) for n in range(101)]
     samples = samples_of(reading(lengths=(101, 0, 0), first_entries=(entries, [], [])))
     assert [(s.labels, s.value) for s in samples if s.family == DL_ENTRY_101] == [((DEAD,), 1764600000.1)]
     hundred = samples_of(reading(lengths=(100, 0, 0), first_entries=(entries[:100], [], [])))
