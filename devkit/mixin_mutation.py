@@ -244,11 +244,14 @@ def judge(
         for path in sorted((path for path, count in named.items() if count), key=lambda path: -named[path]):
             if failure := _promtool_failure(rendering, [path], variant):
                 return Outcome(mutant, "killed", f"{variant.name} {path.name}: {failure}", text_only)
-    routing = [
-        variant.name
-        for variant in variants()
-        if mixin.evaluate_alertmanager(variant.config, work) != baselines[variant.name].alertmanager
-    ]
+    try:
+        routing = [
+            variant.name
+            for variant in variants()
+            if mixin.evaluate_alertmanager(variant.config, work) != baselines[variant.name].alertmanager
+        ]
+    except mixin.MixinError as error:
+        return Outcome(mutant, "refused", error.detail)
     checks = (RENDER_CHECKS if rendered else ()) + (ALERTMANAGER_CHECKS if routing else ())
     if failure := _render_check_failure(work, checks):  # unchanged rules too: an assert, the dashboard
         return Outcome(mutant, "killed", f"render checks: {failure}", changed and text_only and not routing)
